@@ -1,0 +1,115 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/store"
+)
+
+// mountAPIKeys registers the API key endpoints (Admin or Owner users only;
+// API keys cannot manage keys: 403).
+func (s *Server) mountAPIKeys(r chi.Router) {
+	r.With(s.roles(auth.AdminOrOwner...)).Route("/api-keys", func(r chi.Router) {
+		r.Get("/", s.h(s.listAPIKeys))
+		r.Post("/", s.h(s.createAPIKey))
+		r.Delete("/{id}", s.h(s.revokeAPIKey))
+	})
+}
+
+// apiKeyJSON is the API key list item.
+type apiKeyJSON struct {
+	ID         uuid.UUID  `json:"id"`
+	Name       string     `json:"name"`
+	KeyPrefix  string     `json:"key_prefix"`
+	Scopes     []string   `json:"scopes"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	CreatedAt  time.Time  `json:"created_at"`
+}
+
+func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := store.ListAPIKeys(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID)
+	if err != nil {
+		return err
+	}
+	out := make([]apiKeyJSON, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, apiKeyJSON{ID: k.ID, Name: k.Name, KeyPrefix: k.KeyPrefix, Scopes: k.Scopes, LastUsedAt: k.LastUsedAt, ExpiresAt: k.ExpiresAt, CreatedAt: k.CreatedAt})
+	}
+	writeData(w, http.StatusOK, out)
+	return nil
+}
+
+type createAPIKeyRequest struct {
+	Name      *string    `json:"name"`
+	Scopes    []string   `json:"scopes"`
+	ExpiresAt *time.Time `json:"expires_at"`
+}
+
+func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+	var req createAPIKeyRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var v validator
+	if v.required("name", req.Name) {
+		v.length("name", strings.TrimSpace(*req.Name), 1, 100)
+	}
+	if req.Scopes == nil {
+		v.add("scopes", "is required")
+	} else if len(req.Scopes) == 0 {
+		v.add("scopes", "must name at least one scope")
+	}
+	scopes := make([]string, 0, len(req.Scopes))
+	seen := map[string]bool{}
+	for _, sc := range req.Scopes {
+		if !auth.ValidScope(sc) {
+			v.add("scopes", "unknown scope "+sc)
+			continue
+		}
+		if !seen[sc] {
+			seen[sc] = true
+			scopes = append(scopes, sc)
+		}
+	}
+	if req.ExpiresAt != nil && !req.ExpiresAt.After(time.Now()) {
+		v.add("expires_at", "must be in the future")
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	p := mustPrincipal(r)
+	key, prefix, hash := auth.NewAPIKey()
+	k, err := store.CreateAPIKey(r.Context(), s.store.Pool, store.APIKey{
+		ID: uuid.New(), OrganizationID: p.OrganizationID, Name: strings.TrimSpace(*req.Name),
+		KeyHash: hash, KeyPrefix: prefix, Scopes: scopes, CreatedBy: &p.UserID, ExpiresAt: req.ExpiresAt,
+	})
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, map[string]any{
+		"id": k.ID, "name": k.Name, "key": key, "scopes": k.Scopes, "expires_at": k.ExpiresAt, "created_at": k.CreatedAt,
+	})
+	return nil
+}
+
+func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "API key")
+	if err != nil {
+		return err
+	}
+	if err := store.RevokeAPIKey(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id); err != nil {
+		if err == store.ErrNotFound {
+			return errNotFound("API key")
+		}
+		return err
+	}
+	writeSuccess(w)
+	return nil
+}

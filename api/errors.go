@@ -1,0 +1,79 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/fos-dev/fos/store"
+)
+
+// Error is an API error: a status, a machine code, a message for people and
+// optional field details. Every error response has this shape (CONTRACT 4).
+type Error struct {
+	Status  int          `json:"-"`
+	Code    string       `json:"code"`
+	Message string       `json:"message"`
+	Details []FieldError `json:"details,omitempty"`
+}
+
+// FieldError names one offending field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+// Constructors for the statuses of CONTRACT section 4.
+func errBadRequest(code, msg string) *Error { return &Error{Status: 400, Code: code, Message: msg} }
+func errValidation(details ...FieldError) *Error {
+	msg := "the request is invalid"
+	if len(details) > 0 {
+		parts := make([]string, 0, len(details))
+		for _, d := range details {
+			parts = append(parts, d.Field+" "+d.Message)
+		}
+		msg = strings.Join(parts, "; ")
+	}
+	return &Error{Status: 400, Code: "validation_error", Message: msg, Details: details}
+}
+func errUnauthorized(msg string) *Error { return &Error{Status: 401, Code: "unauthorized", Message: msg} }
+func errForbidden(msg string) *Error    { return &Error{Status: 403, Code: "forbidden", Message: msg} }
+func errNotFound(what string) *Error {
+	return &Error{Status: 404, Code: "not_found", Message: what + " not found"}
+}
+func errConflict(msg string) *Error { return &Error{Status: 409, Code: "conflict", Message: msg} }
+func errGone(msg string) *Error     { return &Error{Status: 410, Code: "gone", Message: msg} }
+
+// respondError writes err in the contract's shape. Store sentinels are mapped
+// here, in one place; anything unexpected is a 500 that is logged with the
+// request id and never shown to the client.
+func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error) {
+	var apiErr *Error
+	switch {
+	case errors.As(err, &apiErr):
+	case errors.Is(err, store.ErrNotFound):
+		apiErr = errNotFound("resource")
+	case errors.Is(err, store.ErrConflict):
+		apiErr = errConflict("the resource conflicts with an existing one")
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+		return
+	default:
+		s.log.ErrorContext(r.Context(), "internal error", "request_id", requestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		apiErr = &Error{Status: 500, Code: "internal", Message: "internal server error; quote request id " + requestIDFrom(r.Context())}
+	}
+	if apiErr.Status >= 500 && apiErr.Code != "internal" {
+		s.log.WarnContext(r.Context(), "upstream error", "request_id", requestIDFrom(r.Context()), "code", apiErr.Code, "error", apiErr.Message)
+	}
+	writeJSON(w, apiErr.Status, map[string]any{"error": apiErr})
+}
+
+// logAttrs is a small helper for handlers that log.
+func logAttrs(r *http.Request) []any {
+	return []any{slog.String("request_id", requestIDFrom(r.Context()))}
+}

@@ -1,0 +1,108 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/fos-dev/fos/store"
+)
+
+// captureWriter keeps a copy of the response so it can be stored.
+type captureWriter struct {
+	http.ResponseWriter
+	status int
+	buf    bytes.Buffer
+}
+
+func (c *captureWriter) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *captureWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	c.buf.Write(b)
+	return c.ResponseWriter.Write(b)
+}
+
+// idempotency answers a POST carrying an Idempotency-Key with the stored
+// response of the first request that used the key in the organization, for
+// 24 hours; the same key with another request is 409 (CONTRACT 4). A first
+// request that fails with a 5xx releases the key so it can be retried.
+func (s *Server) idempotency(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		if r.Method != http.MethodPost || key == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if len(key) > 255 {
+			s.respondError(w, r, errValidation(FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters"}))
+			return
+		}
+		p := mustPrincipal(r)
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			s.respondError(w, r, decodeBody(&http.Request{Body: io.NopCloser(errReader{err})}, nil, false))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		h := sha256.New()
+		h.Write([]byte(r.Method + " " + r.URL.Path + "?" + r.URL.RawQuery + "\n"))
+		h.Write(body)
+
+		ctx := r.Context()
+		stored, err := store.ClaimIdempotencyKey(ctx, s.store.Pool, p.OrganizationID, key, h.Sum(nil))
+		switch {
+		case errors.Is(err, store.ErrIdempotencyMismatch):
+			s.respondError(w, r, errConflict("Idempotency-Key was already used with a different request"))
+			return
+		case errors.Is(err, store.ErrIdempotencyInFlight):
+			s.respondError(w, r, errConflict("a request with this Idempotency-Key is still in progress"))
+			return
+		case err != nil:
+			s.respondError(w, r, err)
+			return
+		case stored != nil:
+			if stored.ContentType != "" {
+				w.Header().Set("Content-Type", stored.ContentType)
+			}
+			w.Header().Set("Idempotent-Replayed", "true")
+			w.WriteHeader(stored.StatusCode)
+			_, _ = w.Write(stored.Body)
+			return
+		}
+
+		cw := &captureWriter{ResponseWriter: w}
+		completed := false
+		defer func() {
+			// Record the outcome even if the client has gone away.
+			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if !completed || cw.status >= 500 || cw.status == 0 {
+				_ = store.ReleaseIdempotencyKey(bg, s.store.Pool, p.OrganizationID, key)
+				return
+			}
+			if err := store.CompleteIdempotencyKey(bg, s.store.Pool, p.OrganizationID, key, store.IdempotentResponse{
+				StatusCode: cw.status, ContentType: cw.Header().Get("Content-Type"), Body: cw.buf.Bytes(),
+			}); err != nil {
+				s.log.Warn("store idempotent response", "request_id", requestIDFrom(ctx), "error", err)
+			}
+		}()
+		next.ServeHTTP(cw, r)
+		completed = true
+	})
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }

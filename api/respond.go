@@ -1,0 +1,257 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+)
+
+// writeJSON encodes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"code":"internal","message":"internal server error"}}`)
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	_, _ = w.Write([]byte("\n"))
+}
+
+// envelope is the single-object response {data: ...}.
+type envelope struct {
+	Data any `json:"data"`
+}
+
+func writeData(w http.ResponseWriter, status int, v any) { writeJSON(w, status, envelope{Data: v}) }
+
+func writeSuccess(w http.ResponseWriter) { writeJSON(w, http.StatusOK, map[string]bool{"success": true}) }
+
+// decodeJSON reads the request body into dst. A body that is not JSON is
+// 400 invalid_json; a field of the wrong type is 400 validation_error naming
+// the field; a body over the limit is 413. Unknown fields are ignored.
+func decodeJSON(r *http.Request, dst any) error {
+	return decodeBody(r, dst, false)
+}
+
+// decodeOptionalJSON is decodeJSON for endpoints whose body may be empty.
+func decodeOptionalJSON(r *http.Request, dst any) error {
+	return decodeBody(r, dst, true)
+}
+
+func decodeBody(r *http.Request, dst any, optional bool) error {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &Error{Status: http.StatusRequestEntityTooLarge, Code: "payload_too_large", Message: fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit)}
+		}
+		return errBadRequest("invalid_json", "could not read the request body")
+	}
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		if optional {
+			return nil
+		}
+		return errBadRequest("invalid_json", "request body must be a JSON object")
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			field := typeErr.Field
+			if field == "" {
+				return errBadRequest("invalid_json", "request body must be a JSON object")
+			}
+			return errValidation(FieldError{Field: field, Message: "must be " + jsonKind(typeErr.Type.Kind().String())})
+		}
+		var timeErr *time.ParseError
+		if errors.As(err, &timeErr) {
+			return errValidation(FieldError{Field: "body", Message: "contains an invalid timestamp (use ISO 8601)"})
+		}
+		return errBadRequest("invalid_json", "request body is not valid JSON: "+err.Error())
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int32", "int64", "float32", "float64", "uint", "uint32", "uint64":
+		return "a number"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return "of another type"
+}
+
+// pageParams are the page and limit of a list request.
+type pageParams struct {
+	Page  int
+	Limit int
+}
+
+func (p pageParams) Offset() int { return (p.Page - 1) * p.Limit }
+
+// parsePage reads page and limit. A limit above max is clamped to max; a
+// page or limit that is not a positive integer is 400.
+func parsePage(r *http.Request, defLimit, maxLimit int) (pageParams, error) {
+	p := pageParams{Page: 1, Limit: defLimit}
+	var details []FieldError
+	if v := r.URL.Query().Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			details = append(details, FieldError{Field: "page", Message: "must be a positive integer"})
+		} else {
+			p.Page = n
+		}
+	}
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			details = append(details, FieldError{Field: "limit", Message: "must be a positive integer"})
+		} else {
+			p.Limit = min(n, maxLimit)
+		}
+	}
+	if len(details) > 0 {
+		return p, errValidation(details...)
+	}
+	// Keep OFFSET within what PostgreSQL and int arithmetic accept.
+	if p.Page > math.MaxInt32/p.Limit {
+		return p, errValidation(FieldError{Field: "page", Message: "is too large"})
+	}
+	return p, nil
+}
+
+// Pagination is the list response's pagination object.
+type Pagination struct {
+	Page       int  `json:"page"`
+	Limit      int  `json:"limit"`
+	Total      int  `json:"total"`
+	TotalPages int  `json:"totalPages"`
+	HasMore    bool `json:"hasMore"`
+}
+
+func newPagination(p pageParams, total int) Pagination {
+	pages := (total + p.Limit - 1) / p.Limit
+	return Pagination{Page: p.Page, Limit: p.Limit, Total: total, TotalPages: pages, HasMore: p.Page < pages}
+}
+
+// writeList writes {data: [...], pagination}. A nil slice is written as [].
+func writeList[T any](w http.ResponseWriter, items []T, p pageParams, total int) {
+	if items == nil {
+		items = []T{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": items, "pagination": newPagination(p, total)})
+}
+
+// sortSpec is a whitelisted ORDER BY column and direction.
+type sortSpec struct {
+	Column string
+	Desc   bool
+}
+
+// SQL renders "column DESC".
+func (s sortSpec) SQL() string {
+	if s.Desc {
+		return s.Column + " DESC"
+	}
+	return s.Column + " ASC"
+}
+
+// parseSort reads sort and order against a whitelist mapping API field
+// names to SQL columns. Anything else is 400, never interpolated.
+func parseSort(r *http.Request, allowed map[string]string, defField string, defDesc bool) (sortSpec, error) {
+	q := r.URL.Query()
+	field := q.Get("sort")
+	if field == "" {
+		field = defField
+	}
+	col, ok := allowed[field]
+	if !ok {
+		names := make([]string, 0, len(allowed))
+		for k := range allowed {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		return sortSpec{}, errValidation(FieldError{Field: "sort", Message: "must be one of " + strings.Join(names, ", ")})
+	}
+	spec := sortSpec{Column: col, Desc: defDesc}
+	switch strings.ToLower(q.Get("order")) {
+	case "":
+	case "asc":
+		spec.Desc = false
+	case "desc":
+		spec.Desc = true
+	default:
+		return sortSpec{}, errValidation(FieldError{Field: "order", Message: "must be asc or desc"})
+	}
+	return spec, nil
+}
+
+
+// pathID parses a UUID path parameter. A malformed id names no resource, so
+// it is 404 like any other unknown id.
+func pathID(r *http.Request, name, what string) (uuid.UUID, error) {
+	id, err := uuid.Parse(chi.URLParam(r, name))
+	if err != nil {
+		return uuid.Nil, errNotFound(what)
+	}
+	return id, nil
+}
+
+// queryUUID parses an optional UUID query parameter.
+func queryUUID(r *http.Request, name string) (*uuid.UUID, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	id, err := uuid.Parse(v)
+	if err != nil {
+		return nil, errValidation(FieldError{Field: name, Message: "must be a UUID"})
+	}
+	return &id, nil
+}
+
+// queryTime parses an optional ISO 8601 query parameter.
+func queryTime(r *http.Request, name string) (*time.Time, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			return &t, nil
+		}
+	}
+	return nil, errValidation(FieldError{Field: name, Message: "must be an ISO 8601 timestamp"})
+}
+
+// queryEnum reads an optional query parameter restricted to allowed values.
+func queryEnum(r *http.Request, name string, allowed ...string) (string, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return "", nil
+	}
+	for _, a := range allowed {
+		if v == a {
+			return v, nil
+		}
+	}
+	return "", errValidation(FieldError{Field: name, Message: "must be one of " + strings.Join(allowed, ", ")})
+}

@@ -1,0 +1,133 @@
+// Package api is the HTTP layer: router, middleware and handlers. Handlers
+// stay thin: decode, validate, call the store or start/signal a workflow,
+// encode.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"go.temporal.io/sdk/client"
+
+	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store"
+)
+
+// Deps is what the API needs.
+type Deps struct {
+	Store     *store.Store
+	Logger    *slog.Logger
+	Tokens    auth.Tokens
+	Passwords auth.Passwords
+	Secrets   *secrets.Box
+	// Temporal starts and signals workflows; TaskQueue is where they run.
+	Temporal  client.Client
+	TaskQueue string
+	Mailer    email.Sender
+	// Mailbox, when set (fos dev), is served at GET /dev/mailbox.
+	Mailbox *email.Mailbox
+	// BaseURL is the public base URL (links in e-mails, webhook URLs).
+	BaseURL string
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	store     *store.Store
+	log       *slog.Logger
+	accessLog *slog.Logger
+	tokens    auth.Tokens
+	passwords auth.Passwords
+	secrets   *secrets.Box
+	temporal  client.Client
+	taskQueue string
+	mailer    email.Sender
+	mailbox   *email.Mailbox
+	baseURL   string
+	keyUse    keyUseRecorder
+}
+
+// NewRouter builds the whole HTTP handler.
+func NewRouter(d Deps) http.Handler {
+	s := &Server{
+		store: d.Store, log: d.Logger, accessLog: d.Logger.With("component", "http"),
+		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
+		temporal: d.Temporal, taskQueue: d.TaskQueue,
+		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
+	}
+	if s.mailer == nil {
+		s.mailer = email.LogSender{Log: d.Logger}
+	}
+	r := chi.NewRouter()
+	r.Use(s.requestContext)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+
+	r.Get("/healthz", s.healthz)
+	r.Get("/readyz", s.readyz)
+	if s.mailbox != nil {
+		r.Get("/dev/mailbox", s.devMailbox)
+	}
+
+	r.Route("/api/v1", func(r chi.Router) {
+		// Public: sign-up and login.
+		s.mountSignin(r)
+		// A user token, no organization yet.
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireUser)
+			s.mountUserRoutes(r)
+		})
+		// Everything else acts inside one organization.
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireOrg, s.idempotency)
+			s.mountAPIKeys(r)
+			s.mountOrganizations(r)
+			s.mountBridges(r)
+			s.mountOrders(r)
+		})
+	})
+	// The unversioned alias of the API key endpoints.
+	r.Route("/api", func(r chi.Router) {
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireOrg, s.idempotency)
+			s.mountAPIKeys(r)
+		})
+	})
+	return r
+}
+
+func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 only when PostgreSQL and Temporal answer.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	checks := map[string]string{"postgres": "ok", "temporal": "ok"}
+	status := http.StatusOK
+	if err := s.store.Ping(ctx); err != nil {
+		checks["postgres"] = "unavailable"
+		status = http.StatusServiceUnavailable
+	}
+	if s.temporal == nil {
+		checks["temporal"] = "not configured"
+		status = http.StatusServiceUnavailable
+	} else if _, err := s.temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		checks["temporal"] = "unavailable"
+		status = http.StatusServiceUnavailable
+	}
+	st := "ready"
+	if status != http.StatusOK {
+		st = "unavailable"
+	}
+	writeJSON(w, status, map[string]any{"status": st, "checks": checks})
+}
+
+func (s *Server) devMailbox(w http.ResponseWriter, r *http.Request) {
+	writeData(w, http.StatusOK, s.mailbox.Messages(r.URL.Query().Get("to")))
+}

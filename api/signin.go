@@ -1,0 +1,219 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/fos-dev/fos/store"
+)
+
+func (s *Server) mountSignin(r chi.Router) {
+	r.Post("/auth/signup", s.h(s.signup))
+	r.Post("/auth/login", s.h(s.login))
+}
+
+func (s *Server) mountUserRoutes(r chi.Router) {
+	r.Get("/auth/me", s.h(s.me))
+	r.Post("/organizations", s.h(s.createOrganization))
+	s.mountInvitationAccept(r)
+}
+
+// userJSON is the user object of CONTRACT 2.
+type userJSON struct {
+	ID        uuid.UUID `json:"id"`
+	Email     string    `json:"email"`
+	FirstName string    `json:"first_name"`
+	LastName  string    `json:"last_name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func toUserJSON(u store.User) userJSON {
+	return userJSON{ID: u.ID, Email: u.Email, FirstName: u.FirstName, LastName: u.LastName, CreatedAt: u.CreatedAt}
+}
+
+// organizationJSON is the spec's Organization.
+type organizationJSON struct {
+	ID        uuid.UUID       `json:"id"`
+	Name      string          `json:"name"`
+	Slug      string          `json:"slug"`
+	Plan      string          `json:"plan"`
+	Settings  json.RawMessage `json:"settings"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+func toOrganizationJSON(o store.Organization) organizationJSON {
+	return organizationJSON{ID: o.ID, Name: o.Name, Slug: o.Slug, Plan: o.Plan, Settings: o.Settings, CreatedAt: o.CreatedAt}
+}
+
+type signupRequest struct {
+	Email            *string `json:"email"`
+	Password         *string `json:"password"`
+	FirstName        *string `json:"first_name"`
+	LastName         *string `json:"last_name"`
+	OrganizationName *string `json:"organization_name"`
+}
+
+func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+	var req signupRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var v validator
+	if v.required("email", req.Email) {
+		v.email("email", strings.TrimSpace(*req.Email))
+	}
+	if req.Password == nil {
+		v.add("password", "is required")
+	} else if n := len([]rune(*req.Password)); n < 8 || n > 128 {
+		v.add("password", "must be 8-128 characters")
+	}
+	if v.required("first_name", req.FirstName) {
+		v.maxLen("first_name", *req.FirstName, 100)
+	}
+	if v.required("last_name", req.LastName) {
+		v.maxLen("last_name", *req.LastName, 100)
+	}
+	if req.OrganizationName != nil {
+		v.length("organization_name", strings.TrimSpace(*req.OrganizationName), 1, 100)
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	hash, err := s.passwords.Hash(*req.Password)
+	if err != nil {
+		return err
+	}
+	user, err := store.CreateUser(r.Context(), s.store.Pool, store.User{
+		ID: uuid.New(), Email: strings.TrimSpace(*req.Email), PasswordHash: hash,
+		FirstName: strings.TrimSpace(*req.FirstName), LastName: strings.TrimSpace(*req.LastName),
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return errConflict("an account with this e-mail already exists")
+	}
+	if err != nil {
+		return err
+	}
+	var org *organizationJSON
+	if req.OrganizationName != nil {
+		o, err := store.CreateOrganization(r.Context(), s.store, strings.TrimSpace(*req.OrganizationName), user.ID)
+		if err != nil {
+			return err
+		}
+		oj := toOrganizationJSON(o)
+		org = &oj
+	}
+	token, exp, err := s.tokens.Issue(user.ID)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, map[string]any{
+		"user": toUserJSON(user), "organization": org, "access_token": token, "expires_at": exp,
+	})
+	return nil
+}
+
+type loginRequest struct {
+	Email    *string `json:"email"`
+	Password *string `json:"password"`
+}
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	var req loginRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var v validator
+	v.required("email", req.Email)
+	if req.Password == nil || *req.Password == "" {
+		v.add("password", "is required")
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	wrong := errUnauthorized("wrong e-mail or password")
+	user, err := store.UserByEmail(r.Context(), s.store.Pool, strings.TrimSpace(*req.Email))
+	if errors.Is(err, store.ErrNotFound) {
+		s.passwords.CheckUnknown(*req.Password)
+		return wrong
+	}
+	if err != nil {
+		return err
+	}
+	if !s.passwords.Check(user.PasswordHash, *req.Password) {
+		return wrong
+	}
+	orgs, err := store.OrganizationsOfUser(r.Context(), s.store.Pool, user.ID)
+	if err != nil {
+		return err
+	}
+	token, exp, err := s.tokens.Issue(user.ID)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, map[string]any{
+		"user": toUserJSON(user), "access_token": token, "expires_at": exp, "organizations": nonNil(orgs),
+	})
+	return nil
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
+	p := principalFrom(r.Context())
+	user, err := store.UserByID(r.Context(), s.store.Pool, p.UserID)
+	if errors.Is(err, store.ErrNotFound) {
+		return errUnauthorized("the user of this token no longer exists")
+	}
+	if err != nil {
+		return err
+	}
+	orgs, err := store.OrganizationsOfUser(r.Context(), s.store.Pool, user.ID)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, map[string]any{"user": toUserJSON(user), "organizations": nonNil(orgs)})
+	return nil
+}
+
+type createOrganizationRequest struct {
+	Name *string `json:"name"`
+}
+
+func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request) error {
+	var req createOrganizationRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var v validator
+	if v.required("name", req.Name) {
+		v.length("name", strings.TrimSpace(*req.Name), 1, 100)
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	p := principalFrom(r.Context())
+	if _, err := store.UserByID(r.Context(), s.store.Pool, p.UserID); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errUnauthorized("the user of this token no longer exists")
+		}
+		return err
+	}
+	org, err := store.CreateOrganization(r.Context(), s.store, strings.TrimSpace(*req.Name), p.UserID)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, toOrganizationJSON(org))
+	return nil
+}
+
+// nonNil makes a nil slice encode as [].
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,135 @@
+// Package store is the PostgreSQL data layer: one file per domain, SQL in
+// constants next to the function that runs it, rows scanned by name.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/fos-dev/fos/migrations"
+)
+
+// Domain errors. The API maps them to statuses in one place.
+var (
+	// ErrNotFound means no row matched (including a row of another organization).
+	ErrNotFound = errors.New("not found")
+	// ErrConflict means a unique constraint refused the write.
+	ErrConflict = errors.New("conflict")
+)
+
+// DBTX is satisfied by a pool and by a transaction, so one query function
+// serves both.
+type DBTX interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// Store wraps the connection pool.
+type Store struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects to PostgreSQL and checks the connection.
+func Open(ctx context.Context, url string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	if cfg.MaxConns < 16 {
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
+	}
+	return &Store{Pool: pool}, nil
+}
+
+// Close releases the pool.
+func (s *Store) Close() { s.Pool.Close() }
+
+// Ping checks the database answers (readiness).
+func (s *Store) Ping(ctx context.Context) error { return s.Pool.Ping(ctx) }
+
+// InTx runs fn in a transaction, committing when it returns nil.
+func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	return pgx.BeginFunc(ctx, s.Pool, fn)
+}
+
+// Migrator returns a goose provider over the embedded migrations, guarded by
+// a PostgreSQL session advisory lock so that two processes starting at once
+// do not race.
+func Migrator(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return nil, nil, err
+	}
+	db := stdlib.OpenDBFromPool(pool)
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return p, db.Close, nil
+}
+
+// Migrate applies every pending migration.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) error {
+	p, closeDB, err := Migrator(pool)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	res, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for _, r := range res {
+		if log != nil {
+			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration_ms", r.Duration.Milliseconds())
+		}
+	}
+	return nil
+}
+
+// mapErr turns driver errors into domain errors.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "23505": // unique_violation
+			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case "22P02": // invalid_text_representation (e.g. a malformed uuid)
+			return ErrNotFound
+		}
+	}
+	return err
+}
+
+// IsConstraint reports whether err is a unique violation of the named constraint.
+func IsConstraint(err error, name string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.ConstraintName == name
+}
