@@ -88,6 +88,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountOrganizations(r)
 			s.mountBridges(r)
 			s.mountOrders(r)
+			s.mountOrderResync(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.
