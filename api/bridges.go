@@ -1,6 +1,357 @@
 package api
 
-import "github.com/go-chi/chi/v5"
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/store"
+)
 
 // mountBridges registers the bridge and bridge type endpoints (spec Part 2).
-func (s *Server) mountBridges(r chi.Router) {}
+// Routes are registered with full paths (no sub-router on /bridges) so that
+// other files can add more /bridges/{id}/… routes to the same router.
+func (s *Server) mountBridges(r chi.Router) {
+	read := r.With(s.scope("bridges:read"))
+	write := r.With(s.scope("bridges:write"))
+
+	read.Get("/bridges", s.h(s.listBridges))
+	write.Post("/bridges", s.h(s.createBridge))
+	read.Get("/bridges/{id}", s.h(s.getBridge))
+	write.Patch("/bridges/{id}", s.h(s.updateBridge))
+	write.Delete("/bridges/{id}", s.h(s.deleteBridge))
+	read.Get("/bridges/{id}/tasks", s.h(s.listBridgeTasks))
+
+	read.Get("/bridge-types", s.h(s.listBridgeTypes))
+	read.Get("/bridge-types/{id}", s.h(s.getBridgeType))
+}
+
+// bridgeTypes are the five bridge type slugs, in catalog order.
+func bridgeTypes() []string {
+	types := platforms.Types()
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = t.Slug
+	}
+	return out
+}
+
+var bridgeTypeCategories = []string{platforms.CategoryEcommerce, platforms.CategoryShipping, platforms.CategoryMarketplace, platforms.CategoryERP}
+
+// bridgeJSON is the Bridge resource (camelCase). Config is the full config
+// with every credential value redacted.
+type bridgeJSON struct {
+	ID             uuid.UUID      `json:"id"`
+	OrganizationID uuid.UUID      `json:"organizationId"`
+	Type           string         `json:"type"`
+	Name           string         `json:"name"`
+	Config         map[string]any `json:"config"`
+	Status         string         `json:"status"`
+	LastSyncAt     *time.Time     `json:"lastSyncAt"`
+	CreatedAt      time.Time      `json:"createdAt"`
+	UpdatedAt      time.Time      `json:"updatedAt"`
+}
+
+// toBridgeJSON renders a bridge. Credentials are opened only to learn which
+// secret keys are set; their values are replaced by platforms.RedactedValue.
+// A row whose credentials cannot be opened (a changed encryption key) is
+// still rendered, without its secret keys, and the problem is logged.
+func (s *Server) toBridgeJSON(r *http.Request, b store.Bridge) bridgeJSON {
+	full, err := store.BridgeFullConfig(s.secrets, b)
+	if err != nil {
+		s.log.WarnContext(r.Context(), "cannot open bridge credentials", append(logAttrs(r), "bridge_id", b.ID.String(), "error", err.Error())...)
+		full = make(map[string]any, len(b.Config))
+		for k, v := range b.Config {
+			full[k] = v
+		}
+	}
+	cfg := platforms.RedactConfig(b.Type, full)
+	if _, ok := cfg[platforms.ConfigEnabledWebhooks]; !ok {
+		cfg[platforms.ConfigEnabledWebhooks] = []string{}
+	}
+	if _, ok := cfg[platforms.ConfigRegisteredWebhooks]; !ok {
+		cfg[platforms.ConfigRegisteredWebhooks] = map[string]any{}
+	}
+	return bridgeJSON{
+		ID: b.ID, OrganizationID: b.OrganizationID, Type: b.Type, Name: b.Name, Config: cfg,
+		Status: b.Status, LastSyncAt: b.LastSyncAt, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
+	}
+}
+
+func (s *Server) listBridges(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r, 20, 100)
+	if err != nil {
+		return err
+	}
+	typ, err := queryEnum(r, "type", bridgeTypes()...)
+	if err != nil {
+		return err
+	}
+	status, err := queryEnum(r, "status", store.BridgeStatuses...)
+	if err != nil {
+		return err
+	}
+	list, total, err := store.ListBridges(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, store.BridgeFilter{
+		Type: typ, Status: status, Limit: p.Limit, Offset: p.Offset(),
+	})
+	if err != nil {
+		return err
+	}
+	out := make([]bridgeJSON, 0, len(list))
+	for _, b := range list {
+		out = append(out, s.toBridgeJSON(r, b))
+	}
+	writeList(w, out, p, total)
+	return nil
+}
+
+// bridgeFromPath loads the organization's bridge named by {id}; an unknown,
+// malformed or foreign id is 404.
+func (s *Server) bridgeFromPath(r *http.Request) (store.Bridge, error) {
+	id, err := pathID(r, "id", "bridge")
+	if err != nil {
+		return store.Bridge{}, err
+	}
+	b, err := store.BridgeByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
+	if err == store.ErrNotFound {
+		return store.Bridge{}, errNotFound("bridge")
+	}
+	return b, err
+}
+
+func (s *Server) getBridge(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.bridgeFromPath(r)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, s.toBridgeJSON(r, b))
+	return nil
+}
+
+type createBridgeRequest struct {
+	Type   *string        `json:"type"`
+	Name   *string        `json:"name"`
+	Config map[string]any `json:"config"`
+}
+
+// addConfigErrors copies config validation problems into v.
+func addConfigErrors(v *validator, errs []platforms.FieldError) {
+	for _, e := range errs {
+		v.add(e.Field, e.Message)
+	}
+}
+
+// dropRedacted removes values equal to the redaction placeholder: a client
+// that sends back what it read must not overwrite a credential with it.
+func dropRedacted(cfg map[string]any) {
+	for k, v := range cfg {
+		if s, ok := v.(string); ok && s == platforms.RedactedValue {
+			delete(cfg, k)
+		}
+	}
+}
+
+func (s *Server) createBridge(w http.ResponseWriter, r *http.Request) error {
+	var req createBridgeRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var v validator
+	typeOK := false
+	if v.required("type", req.Type) {
+		typeOK = v.oneOf("type", *req.Type, bridgeTypes()...)
+	}
+	if v.required("name", req.Name) {
+		v.length("name", strings.TrimSpace(*req.Name), 1, 100)
+	}
+	var cfg map[string]any
+	if req.Config == nil {
+		v.add("config", "is required")
+	} else if typeOK {
+		var errs []platforms.FieldError
+		cfg, errs = platforms.NormalizeConfig(*req.Type, req.Config)
+		addConfigErrors(&v, errs)
+		dropRedacted(cfg)
+		for _, k := range platforms.MissingRequired(*req.Type, cfg) {
+			if !hasDetail(v.details, "config."+k) {
+				v.add("config."+k, "is required")
+			}
+		}
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	if _, ok := cfg[platforms.ConfigEnabledWebhooks]; !ok {
+		cfg[platforms.ConfigEnabledWebhooks] = []string{}
+	}
+	if _, ok := cfg[platforms.ConfigRegisteredWebhooks]; !ok {
+		cfg[platforms.ConfigRegisteredWebhooks] = map[string]any{}
+	}
+	config, creds, err := store.SplitBridgeConfig(s.secrets, *req.Type, cfg)
+	if err != nil {
+		return err
+	}
+	b, err := store.CreateBridge(r.Context(), s.store.Pool, store.Bridge{
+		ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID, Type: *req.Type,
+		Name: strings.TrimSpace(*req.Name), Config: config, Credentials: creds, Status: store.BridgeActive,
+	})
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, s.toBridgeJSON(r, b))
+	return nil
+}
+
+func hasDetail(details []FieldError, field string) bool {
+	for _, d := range details {
+		if d.Field == field {
+			return true
+		}
+	}
+	return false
+}
+
+type updateBridgeRequest struct {
+	Name   *string        `json:"name"`
+	Config map[string]any `json:"config"`
+	Status *string        `json:"status"`
+}
+
+func (s *Server) updateBridge(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "bridge")
+	if err != nil {
+		return err
+	}
+	var req updateBridgeRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	orgID := mustPrincipal(r).OrganizationID
+	var out store.Bridge
+	err = s.store.InTx(r.Context(), func(tx pgx.Tx) error {
+		b, err := store.LockBridge(r.Context(), tx, orgID, id)
+		if err == store.ErrNotFound {
+			return errNotFound("bridge")
+		}
+		if err != nil {
+			return err
+		}
+		var v validator
+		patch := store.BridgePatch{Status: req.Status}
+		if req.Name != nil {
+			name := strings.TrimSpace(*req.Name)
+			v.length("name", name, 1, 100)
+			patch.Name = &name
+		}
+		if req.Status != nil {
+			v.oneOf("status", *req.Status, store.BridgeStatuses...)
+		}
+		if req.Config != nil {
+			update, errs := platforms.NormalizeConfig(b.Type, req.Config)
+			addConfigErrors(&v, errs)
+			dropRedacted(update)
+			full, err := store.BridgeFullConfig(s.secrets, b)
+			if err != nil {
+				return err
+			}
+			for k, val := range update {
+				if val == nil {
+					delete(full, k)
+					continue
+				}
+				full[k] = val
+			}
+			for _, k := range platforms.MissingRequired(b.Type, full) {
+				if !hasDetail(v.details, "config."+k) {
+					v.add("config."+k, "is required")
+				}
+			}
+			if v.ok() {
+				patch.Config, patch.Credentials, err = store.SplitBridgeConfig(s.secrets, b.Type, full)
+				if err != nil {
+					return err
+				}
+			}
+		}
+		if err := v.err(); err != nil {
+			return err
+		}
+		out, err = store.UpdateBridge(r.Context(), tx, orgID, id, patch)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, s.toBridgeJSON(r, out))
+	return nil
+}
+
+func (s *Server) deleteBridge(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "bridge")
+	if err != nil {
+		return err
+	}
+	if err := store.DeleteBridge(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id); err != nil {
+		if err == store.ErrNotFound {
+			return errNotFound("bridge")
+		}
+		return err
+	}
+	writeSuccess(w)
+	return nil
+}
+
+func (s *Server) listBridgeTasks(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.bridgeFromPath(r)
+	if err != nil {
+		return err
+	}
+	tasks := platforms.Tasks(b.Type)
+	if tasks == nil {
+		tasks = []platforms.TaskDefinition{}
+	}
+	writeData(w, http.StatusOK, tasks)
+	return nil
+}
+
+func (s *Server) listBridgeTypes(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r, 20, 100)
+	if err != nil {
+		return err
+	}
+	category, err := queryEnum(r, "category", bridgeTypeCategories...)
+	if err != nil {
+		return err
+	}
+	var matched []platforms.BridgeType
+	for _, t := range platforms.Types() {
+		if category == "" || t.Category == category {
+			matched = append(matched, t)
+		}
+	}
+	total := len(matched)
+	start := min(p.Offset(), total)
+	end := min(start+p.Limit, total)
+	writeList(w, matched[start:end], p, total)
+	return nil
+}
+
+// getBridgeType answers one catalog entry by its id or, as a convenience,
+// by its slug.
+func (s *Server) getBridgeType(w http.ResponseWriter, r *http.Request) error {
+	key := chi.URLParam(r, "id")
+	t, ok := platforms.TypeByID(key)
+	if !ok {
+		t, ok = platforms.TypeBySlug(key)
+	}
+	if !ok {
+		return errNotFound("bridge type")
+	}
+	writeData(w, http.StatusOK, t)
+	return nil
+}

@@ -41,8 +41,10 @@ func errValidation(details ...FieldError) *Error {
 	}
 	return &Error{Status: 400, Code: "validation_error", Message: msg, Details: details}
 }
-func errUnauthorized(msg string) *Error { return &Error{Status: 401, Code: "unauthorized", Message: msg} }
-func errForbidden(msg string) *Error    { return &Error{Status: 403, Code: "forbidden", Message: msg} }
+func errUnauthorized(msg string) *Error {
+	return &Error{Status: 401, Code: "unauthorized", Message: msg}
+}
+func errForbidden(msg string) *Error { return &Error{Status: 403, Code: "forbidden", Message: msg} }
 func errNotFound(what string) *Error {
 	return &Error{Status: 404, Code: "not_found", Message: what + " not found"}
 }

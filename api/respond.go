@@ -36,7 +36,9 @@ type envelope struct {
 
 func writeData(w http.ResponseWriter, status int, v any) { writeJSON(w, status, envelope{Data: v}) }
 
-func writeSuccess(w http.ResponseWriter) { writeJSON(w, http.StatusOK, map[string]bool{"success": true}) }
+func writeSuccess(w http.ResponseWriter) {
+	writeJSON(w, http.StatusOK, map[string]bool{"success": true})
+}
 
 // decodeJSON reads the request body into dst. A body that is not JSON is
 // 400 invalid_json; a field of the wrong type is 400 validation_error naming
@@ -203,7 +205,6 @@ func parseSort(r *http.Request, allowed map[string]string, defField string, defD
 	}
 	return spec, nil
 }
-
 
 // pathID parses a UUID path parameter. A malformed id names no resource, so
 // it is 404 like any other unknown id.

@@ -13,7 +13,9 @@ type validator struct {
 	details []FieldError
 }
 
-func (v *validator) add(field, msg string) { v.details = append(v.details, FieldError{Field: field, Message: msg}) }
+func (v *validator) add(field, msg string) {
+	v.details = append(v.details, FieldError{Field: field, Message: msg})
+}
 
 // err is nil when nothing was added.
 func (v *validator) err() error {

@@ -97,7 +97,6 @@ func AddMember(ctx context.Context, db DBTX, orgID, userID uuid.UUID, role strin
 	return mapErr(err)
 }
 
-
 // UserOrganization is an organization as seen from one of its members.
 type UserOrganization struct {
 	ID   uuid.UUID `db:"id" json:"id"`
