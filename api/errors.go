@@ -66,7 +66,7 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error)
 		// The client went away; nobody reads the answer.
 		return
 	default:
-		s.log.ErrorContext(r.Context(), "internal error", "request_id", requestIDFrom(r.Context()), "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		s.log.ErrorContext(r.Context(), "internal error", "request_id", requestIDFrom(r.Context()), "method", r.Method, "path", logPath(r.URL.Path), "error", err.Error())
 		apiErr = &Error{Status: 500, Code: "internal", Message: "internal server error; quote request id " + requestIDFrom(r.Context())}
 	}
 	if apiErr.Status >= 500 && apiErr.Code != "internal" {

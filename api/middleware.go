@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -110,7 +111,7 @@ func (s *Server) requestContext(next http.Handler) http.Handler {
 			attrs := []slog.Attr{
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
-				slog.String("path", r.URL.Path),
+				slog.String("path", logPath(r.URL.Path)),
 				slog.Int("status", rec.status),
 				slog.Int("bytes", rec.bytes),
 				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
@@ -123,6 +124,17 @@ func (s *Server) requestContext(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// logPath is the path as logged: the invitation token, which travels in the
+// path of the accept endpoint, is never written to a log.
+func logPath(p string) string {
+	const marker = "/members/invite/"
+	i := strings.Index(p, marker)
+	if i < 0 || !strings.HasSuffix(p, "/accept") {
+		return p
+	}
+	return p[:i+len(marker)] + "[token]/accept"
 }
 
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {

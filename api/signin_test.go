@@ -88,3 +88,9 @@ func TestCreateOrganizationMakesCallerOwner(t *testing.T) {
 	key := e.apiKey(e.signup(), "orders:read")
 	requireError(t, e.do(key, "POST", "/api/v1/organizations", map[string]any{"name": "x"}), 403, "forbidden")
 }
+
+func TestLogPathHidesInvitationToken(t *testing.T) {
+	require.Equal(t, "/api/v1/organizations/members/invite/[token]/accept", logPath("/api/v1/organizations/members/invite/s3cr3t-token/accept"))
+	require.Equal(t, "/api/v1/orders/123", logPath("/api/v1/orders/123"))
+	require.Equal(t, "/api/v1/organizations/members/invite/123", logPath("/api/v1/organizations/members/invite/123"))
+}
