@@ -82,6 +82,7 @@ func NewHandler() http.Handler {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed")
 	})
 	r.Mount("/platforms", platformsRouter())
+	r.Mount("/carriers", carrierRoutes())
 	return r
 }
 
