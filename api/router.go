@@ -13,7 +13,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 )
@@ -25,6 +27,8 @@ type Deps struct {
 	Tokens    auth.Tokens
 	Passwords auth.Passwords
 	Secrets   *secrets.Box
+	// Carriers maps carrier codes to carrier adapters.
+	Carriers *carriers.Registry
 	// Temporal starts and signals workflows; TaskQueue is where they run.
 	Temporal  client.Client
 	TaskQueue string
@@ -33,6 +37,9 @@ type Deps struct {
 	Mailbox *email.Mailbox
 	// BaseURL is the public base URL (links in e-mails, webhook URLs).
 	BaseURL string
+	// OrderHooks runs after an order is created (split rules, dispatchers);
+	// nil means rules.Noop.
+	OrderHooks rules.OrderHooks
 }
 
 // Server holds the handlers' dependencies.
@@ -43,12 +50,15 @@ type Server struct {
 	tokens    auth.Tokens
 	passwords auth.Passwords
 	secrets   *secrets.Box
+	carriers  *carriers.Registry
 	temporal  client.Client
 	taskQueue string
 	mailer    email.Sender
 	mailbox   *email.Mailbox
 	baseURL   string
 	keyUse    keyUseRecorder
+	// orderHooks is never nil.
+	orderHooks rules.OrderHooks
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -56,8 +66,12 @@ func NewRouter(d Deps) http.Handler {
 	s := &Server{
 		store: d.Store, log: d.Logger, accessLog: d.Logger.With("component", "http"),
 		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
-		temporal: d.Temporal, taskQueue: d.TaskQueue,
+		carriers: d.Carriers, temporal: d.Temporal, taskQueue: d.TaskQueue,
 		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
+		orderHooks: d.OrderHooks,
+	}
+	if s.orderHooks == nil {
+		s.orderHooks = rules.Noop{}
 	}
 	if s.mailer == nil {
 		s.mailer = email.LogSender{Log: d.Logger}
@@ -89,6 +103,13 @@ func NewRouter(d Deps) http.Handler {
 			s.mountBridges(r)
 			s.mountOrders(r)
 			s.mountOrderResync(r)
+			s.mountCarrierAccounts(r)
+			s.mountRates(r)
+			s.mountLocations(r)
+			s.mountShipments(r)
+			s.mountPickups(r)
+			s.mountTracking(r)
+			s.mountRateComparisons(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.

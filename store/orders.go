@@ -1,0 +1,435 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Order values (the CHECK constraints of migrations/00003_orders.sql).
+var (
+	OrderStatuses       = []string{"pending", "confirmed", "processing", "shipped", "delivered", "cancelled", "refunded", "on_hold"}
+	PaymentStatuses     = []string{"pending", "authorized", "paid", "partially_paid", "refunded", "voided"}
+	FulfillmentStatuses = []string{"unfulfilled", "partial", "fulfilled"}
+)
+
+// ErrOrderLineItemsLocked refuses a line item change on an order that is
+// shipped or delivered.
+var ErrOrderLineItemsLocked = errors.New("line items cannot change once an order is shipped or delivered")
+
+// Order is an order of one organization. The jsonb columns stay raw JSON:
+// the API validated them on the way in and writes them out unchanged.
+type Order struct {
+	ID                uuid.UUID       `db:"id"`
+	OrganizationID    uuid.UUID       `db:"organization_id"`
+	BridgeID          *uuid.UUID      `db:"bridge_id"`
+	ExternalID        string          `db:"external_id"`
+	OrderNumber       *string         `db:"order_number"`
+	Status            string          `db:"status"`
+	PaymentStatus     string          `db:"payment_status"`
+	FulfillmentStatus string          `db:"fulfillment_status"`
+	Customer          json.RawMessage `db:"customer"`
+	CustomerEmail     string          `db:"customer_email"`
+	CustomerName      string          `db:"customer_name"`
+	ShippingAddress   json.RawMessage `db:"shipping_address"` // nil: SQL NULL
+	BillingAddress    json.RawMessage `db:"billing_address"`
+	LineItems         json.RawMessage `db:"line_items"`
+	Totals            json.RawMessage `db:"totals"`
+	Total             float64         `db:"total"` // totals.total, for sorting
+	Currency          string          `db:"currency"`
+	Tags              []string        `db:"tags"`
+	Note              *string         `db:"note"`
+	Metadata          json.RawMessage `db:"metadata"`
+	SourceData        json.RawMessage `db:"source_data"`
+	OrderedAt         time.Time       `db:"ordered_at"`
+	SentToFulfillment *time.Time      `db:"sent_to_fulfillment"`
+	SentToCart        *time.Time      `db:"sent_to_cart"`
+	CreatedAt         time.Time       `db:"created_at"`
+	UpdatedAt         time.Time       `db:"updated_at"`
+}
+
+const orderCols = `id, organization_id, bridge_id, external_id, order_number, status, payment_status, fulfillment_status,
+ customer, customer_email, customer_name, shipping_address, billing_address, line_items, totals, total, currency,
+ tags, note, metadata, source_data, ordered_at, sent_to_fulfillment, sent_to_cart, created_at, updated_at`
+
+// The bridge check and the insert are one statement (one round trip): no row
+// comes back when the bridge is not the organization's. Only what the
+// database decides comes back; the rest is what was sent.
+const insertOrderSQL = `
+INSERT INTO orders (id, organization_id, bridge_id, external_id, order_number, status, payment_status, fulfillment_status,
+                    customer, customer_email, customer_name, shipping_address, billing_address, line_items, totals, total,
+                    currency, tags, note, metadata, source_data, ordered_at)
+SELECT $1::uuid, $2::uuid, $3::uuid, $4::text, $5::text, $6::text, $7::text, $8::text,
+       $9::jsonb, $10::text, $11::text, $12::jsonb, $13::jsonb, $14::jsonb, $15::jsonb, $16::numeric,
+       $17::text, $18::text[], $19::text, $20::jsonb, $21::jsonb, coalesce($22::timestamptz, now())
+ WHERE EXISTS (SELECT 1 FROM bridges WHERE id = $3::uuid AND organization_id = $2::uuid)
+RETURNING ordered_at, created_at, updated_at`
+
+// CreateOrder inserts o (ID, OrganizationID and BridgeID set by the caller; a
+// zero OrderedAt means now) and returns it as stored. ErrNotFound: the
+// bridge is not one of the organization's. ErrConflict: the bridge already
+// has an order with this external_id.
+func CreateOrder(ctx context.Context, db DBTX, o Order) (Order, error) {
+	var orderedAt *time.Time
+	if !o.OrderedAt.IsZero() {
+		orderedAt = &o.OrderedAt
+	}
+	if o.Tags == nil {
+		o.Tags = []string{}
+	}
+	if o.Metadata == nil {
+		o.Metadata = json.RawMessage(`{}`)
+	}
+	err := db.QueryRow(ctx, insertOrderSQL, o.ID, o.OrganizationID, o.BridgeID, o.ExternalID, o.OrderNumber,
+		o.Status, o.PaymentStatus, o.FulfillmentStatus, o.Customer, o.CustomerEmail, o.CustomerName,
+		o.ShippingAddress, o.BillingAddress, o.LineItems, o.Totals, o.Total, o.Currency, o.Tags, o.Note,
+		o.Metadata, o.SourceData, orderedAt).Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // the bridge was deleted meanwhile
+		return Order{}, ErrNotFound
+	}
+	if err != nil {
+		return Order{}, mapErr(err)
+	}
+	return o, nil
+}
+
+// OrderByID finds an order of the organization.
+func OrderByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (Order, error) {
+	rows, _ := db.Query(ctx, `SELECT `+orderCols+` FROM orders WHERE organization_id = $1 AND id = $2`, orgID, id)
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Order])
+	return out, mapErr(err)
+}
+
+// DeleteOrder deletes an order and its activities for good.
+func DeleteOrder(ctx context.Context, db DBTX, orgID, id uuid.UUID) error {
+	tag, err := db.Exec(ctx, `DELETE FROM orders WHERE organization_id = $1 AND id = $2`, orgID, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// OrderListItem is the part of an order a list shows.
+type OrderListItem struct {
+	ID                uuid.UUID       `db:"id"`
+	OrderNumber       *string         `db:"order_number"`
+	Status            string          `db:"status"`
+	CustomerName      string          `db:"customer_name"`
+	CustomerEmail     string          `db:"customer_email"`
+	LineItems         json.RawMessage `db:"line_items"`
+	Total             float64         `db:"total"`
+	Currency          string          `db:"currency"`
+	BridgeID          *uuid.UUID      `db:"bridge_id"`
+	ExternalID        string          `db:"external_id"`
+	SentToFulfillment *time.Time      `db:"sent_to_fulfillment"`
+	SentToCart        *time.Time      `db:"sent_to_cart"`
+	CreatedAt         time.Time       `db:"created_at"`
+	UpdatedAt         time.Time       `db:"updated_at"`
+}
+
+const orderListCols = `id, order_number, status, customer_name, customer_email, line_items, total, currency,
+ bridge_id, external_id, sent_to_fulfillment, sent_to_cart, created_at, updated_at`
+
+// OrderSortColumns maps the API's sort fields to columns; nothing else is
+// ever put into ORDER BY.
+var OrderSortColumns = map[string]string{
+	"created_at":   "created_at",
+	"updated_at":   "updated_at",
+	"ordered_at":   "ordered_at",
+	"order_number": "order_number",
+	"total":        "total",
+}
+
+// OrderFilter narrows a list; zero values do not filter.
+type OrderFilter struct {
+	Status   string
+	BridgeID *uuid.UUID
+	// Search is a case-insensitive substring of the order number, the
+	// customer's name or e-mail (the trigram index on search_text).
+	Search string
+	// Since keeps orders created after it.
+	Since *time.Time
+}
+
+// OrderListParams is a filter, a sort and a page.
+type OrderListParams struct {
+	Filter OrderFilter
+	// Sort is a key of OrderSortColumns; empty means created_at.
+	Sort   string
+	Desc   bool
+	Limit  int
+	Offset int
+}
+
+// likeEscaper makes user text literal inside a LIKE pattern (backslash is
+// PostgreSQL's default LIKE escape).
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// orderWhere renders the filter; $1 is always the organization.
+func orderWhere(orgID uuid.UUID, f OrderFilter) (string, []any) {
+	args := []any{orgID}
+	var b strings.Builder
+	b.WriteString("organization_id = $1")
+	add := func(cond string, v any) {
+		args = append(args, v)
+		b.WriteString(" AND ")
+		b.WriteString(strings.ReplaceAll(cond, "?", "$"+strconv.Itoa(len(args))))
+	}
+	if f.Status != "" {
+		add("status = ?", f.Status)
+	}
+	if f.BridgeID != nil {
+		add("bridge_id = ?", *f.BridgeID)
+	}
+	if f.Search != "" {
+		// search_text is lower(order_number || name || e-mail); lower() the
+		// pattern with the same function so both sides agree.
+		add("search_text LIKE lower(?)", "%"+likeEscaper.Replace(f.Search)+"%")
+	}
+	if f.Since != nil {
+		add("created_at > ?", *f.Since)
+	}
+	return b.String(), args
+}
+
+// ListOrders returns one page and the number of all matching orders. The
+// page and the count travel in one batch (one round trip); the count is
+// skipped when the page itself shows the total.
+func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams) ([]OrderListItem, int, error) {
+	col, ok := OrderSortColumns[p.Sort]
+	if !ok {
+		col = "created_at"
+	}
+	dir := " ASC"
+	if p.Desc {
+		dir = " DESC"
+	}
+	where, args := orderWhere(orgID, p.Filter)
+	// Parameters are sent with the statement (no cached generic plan), so the
+	// planner sees the actual status, bridge and search pattern and picks
+	// between the trigram index and a walk of the created_at index.
+	mode := pgx.QueryExecModeExec
+	nulls := ""
+	if col == "order_number" { // the one nullable sort column: orders without a number last
+		nulls = " NULLS LAST"
+	}
+	pageSQL := `SELECT ` + orderListCols + ` FROM orders WHERE ` + where +
+		` ORDER BY ` + col + dir + nulls + `, id` + dir +
+		fmt.Sprintf(` LIMIT %d OFFSET %d`, p.Limit, p.Offset)
+	rows, _ := db.Query(ctx, pageSQL, append([]any{mode}, args...)...)
+	items, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderListItem])
+	if err != nil {
+		return nil, 0, mapErr(err)
+	}
+	// A page that is not full and not past the end tells the total itself.
+	if len(items) < p.Limit && (len(items) > 0 || p.Offset == 0) {
+		return items, p.Offset + len(items), nil
+	}
+	var total int
+	err = db.QueryRow(ctx, `SELECT count(*) FROM orders WHERE `+where, append([]any{mode}, args...)...).Scan(&total)
+	return items, total, mapErr(err)
+}
+
+// OrderBridge is the summary of an order's bridge (include=bridge).
+type OrderBridge struct {
+	ID     uuid.UUID `db:"id"`
+	Name   string    `db:"name"`
+	Type   string    `db:"type"`
+	Status string    `db:"status"`
+}
+
+// OrderBridges fetches the organization's bridges among ids in one query.
+func OrderBridges(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]OrderBridge, error) {
+	out := make(map[uuid.UUID]OrderBridge, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, _ := db.Query(ctx, `SELECT id, name, type, status FROM bridges WHERE organization_id = $1 AND id = ANY($2)`, orgID, ids)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderBridge])
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	for _, b := range list {
+		out[b.ID] = b
+	}
+	return out, nil
+}
+
+// OrderActor is who changes an order, for its activities.
+type OrderActor struct {
+	Type string // "user", "api_key", "system"
+	ID   *string
+	Name *string
+}
+
+// OrderPatch is an update of an order; nil fields stay as they are.
+type OrderPatch struct {
+	Status *string
+	// ShippingAddress: nil unchanged; JSON null clears it.
+	ShippingAddress json.RawMessage
+	// Note: nil unchanged; a pointer to nil clears it.
+	Note **string
+	// Metadata is merged at the top level: its keys overwrite, a key whose
+	// value is nil is removed (a JSON merge patch, one level deep).
+	Metadata map[string]any
+	// Tags replace the tags.
+	Tags []string
+	// LineItems replace the line items; refused once shipped or delivered.
+	LineItems json.RawMessage
+}
+
+// PatchOrder applies p in one transaction: it locks the order, refuses a
+// line item change once the order is shipped or delivered
+// (ErrOrderLineItemsLocked), writes the changed fields and records a
+// status_change activity ({from, to}) and an edit activity (the other
+// changed fields, by their API names), both attributed to actor. Fields
+// whose new value equals the old one do not count as changes; a patch that
+// changes nothing writes nothing.
+func PatchOrder(ctx context.Context, s *Store, orgID, id uuid.UUID, p OrderPatch, actor OrderActor) (Order, error) {
+	var out Order
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `SELECT `+orderCols+` FROM orders WHERE organization_id = $1 AND id = $2 FOR UPDATE`, orgID, id)
+		cur, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Order])
+		if err != nil {
+			return mapErr(err)
+		}
+		next := cur
+		var edited []string
+		if p.LineItems != nil && !sameOrderJSON(cur.LineItems, p.LineItems) {
+			if cur.Status == "shipped" || cur.Status == "delivered" {
+				return ErrOrderLineItemsLocked
+			}
+			next.LineItems = p.LineItems
+			edited = append(edited, "line_items")
+		}
+		statusChanged := p.Status != nil && *p.Status != cur.Status
+		if statusChanged {
+			next.Status = *p.Status
+		}
+		if p.ShippingAddress != nil {
+			addr := p.ShippingAddress
+			if string(addr) == "null" {
+				addr = nil
+			}
+			if !sameOrderJSON(cur.ShippingAddress, addr) {
+				next.ShippingAddress = addr
+				edited = append(edited, "shipping_address")
+			}
+		}
+		if p.Note != nil && orderStr(*p.Note) != orderStr(cur.Note) {
+			next.Note = *p.Note
+			edited = append(edited, "notes")
+		}
+		if p.Metadata != nil {
+			// Numbers stay as written (json.Number): large ids survive.
+			var merged map[string]any
+			dec := json.NewDecoder(bytes.NewReader(cur.Metadata))
+			dec.UseNumber()
+			if err := dec.Decode(&merged); err != nil || merged == nil {
+				merged = map[string]any{}
+			}
+			before := maps.Clone(merged)
+			for k, v := range p.Metadata {
+				if v == nil {
+					delete(merged, k)
+				} else {
+					merged[k] = v
+				}
+			}
+			if !sameOrderJSONValue(before, merged) {
+				raw, err := json.Marshal(merged)
+				if err != nil {
+					return err
+				}
+				next.Metadata = raw
+				edited = append(edited, "metadata")
+			}
+		}
+		if p.Tags != nil && !reflect.DeepEqual(orderTags(cur.Tags), p.Tags) {
+			next.Tags = p.Tags
+			edited = append(edited, "tags")
+		}
+		if !statusChanged && len(edited) == 0 {
+			out = cur
+			return nil
+		}
+		rows, _ = tx.Query(ctx, `
+UPDATE orders
+   SET status = $3, line_items = $4, shipping_address = $5, note = $6, metadata = $7, tags = $8, updated_at = now()
+ WHERE organization_id = $1 AND id = $2
+RETURNING `+orderCols, orgID, id, next.Status, next.LineItems, next.ShippingAddress, next.Note, next.Metadata, orderTags(next.Tags))
+		if out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Order]); err != nil {
+			return mapErr(err)
+		}
+		if statusChanged {
+			if _, err := InsertOrderActivity(ctx, tx, OrderActivity{
+				OrganizationID: orgID, OrderID: id, Type: ActivityStatusChange,
+				Description: fmt.Sprintf("Status changed from %s to %s", cur.Status, next.Status),
+				ActorType:   actor.Type, ActorID: actor.ID, ActorName: actor.Name,
+				Metadata: map[string]any{"from": cur.Status, "to": next.Status},
+			}); err != nil {
+				return err
+			}
+		}
+		if len(edited) > 0 {
+			if _, err := InsertOrderActivity(ctx, tx, OrderActivity{
+				OrganizationID: orgID, OrderID: id, Type: ActivityEdit,
+				Description: "Updated " + strings.Join(edited, ", "),
+				ActorType:   actor.Type, ActorID: actor.ID, ActorName: actor.Name,
+				Metadata: map[string]any{"fields": edited},
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// sameOrderJSON compares two JSON documents by value (jsonb reorders keys).
+func sameOrderJSON(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var va, vb any
+	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+// sameOrderJSONValue compares two decoded values as JSON.
+func sameOrderJSONValue(a, b any) bool {
+	ra, err1 := json.Marshal(a)
+	rb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && sameOrderJSON(ra, rb)
+}
+
+func orderTags(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func orderStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
