@@ -1,0 +1,313 @@
+// Package e2e runs the service end to end in one process: the real router
+// over HTTP, the real Temporal worker on an in-process Temporal server,
+// the sandbox platforms on their own listener and a real PostgreSQL.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/server/temporaltest"
+	"golang.org/x/crypto/bcrypt"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/fos-dev/fos/api"
+	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/sandboxapi"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store/storetest"
+	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+
+const taskQueue = "fos-e2e"
+
+// stack is the running service.
+type stack struct {
+	t        *testing.T
+	api      *httptest.Server
+	sandbox  *httptest.Server
+	temporal client.Client
+}
+
+func start(t *testing.T) *stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	st := storetest.New(t)
+	box, err := secrets.NewBox(secrets.NewKey())
+	require.NoError(t, err)
+
+	sb := httptest.NewServer(sandboxapi.NewHandler())
+	t.Cleanup(sb.Close)
+
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
+	// Idempotent.
+	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
+
+	w := worker.New(c, taskQueue, worker.Deps{
+		Store:     st,
+		Secrets:   box,
+		Platforms: platforms.NewSandboxRegistry(sb.URL, sb.Client()),
+		Logger:    logger,
+	})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	srv := httptest.NewServer(api.NewRouter(api.Deps{
+		Store:     st,
+		Logger:    logger,
+		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
+		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
+		Secrets:   box,
+		Temporal:  c,
+		TaskQueue: taskQueue,
+		BaseURL:   "http://fos.test",
+	}))
+	t.Cleanup(srv.Close)
+	return &stack{t: t, api: srv, sandbox: sb, temporal: c}
+}
+
+// call sends a request to the API and decodes the JSON answer.
+func (s *stack) call(token, org, method, path string, body any) (int, map[string]any) {
+	s.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		require.NoError(s.t, err)
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequest(method, s.api.URL+path, rd)
+	require.NoError(s.t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if org != "" {
+		req.Header.Set("X-Organization-Id", org)
+	}
+	resp, err := s.api.Client().Do(req)
+	require.NoError(s.t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(s.t, err)
+	var out map[string]any
+	require.NoError(s.t, json.Unmarshal(raw, &out), "%s %s answered %d %s", method, path, resp.StatusCode, raw)
+	return resp.StatusCode, out
+}
+
+func (s *stack) mustCall(status int, token, method, path string, body any) map[string]any {
+	s.t.Helper()
+	code, out := s.call(token, "", method, path, body)
+	require.Equal(s.t, status, code, "%s %s: %v", method, path, out)
+	return out
+}
+
+func data(m map[string]any) map[string]any { d, _ := m["data"].(map[string]any); return d }
+
+// waitForActivity polls the order's activities until one of type typ shows.
+func (s *stack) waitForActivity(key, orderID, typ string, count int) []map[string]any {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out := s.mustCall(200, key, "GET", "/api/v1/orders/"+orderID+"/activities", nil)
+		var found []map[string]any
+		for _, it := range out["data"].([]any) {
+			if a := it.(map[string]any); a["type"] == typ {
+				found = append(found, a)
+			}
+		}
+		if len(found) >= count {
+			return found
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("no %s activity on order %s after 20s: %v", typ, orderID, out["data"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestOrderResyncEndToEnd(t *testing.T) {
+	began := time.Now()
+	s := start(t)
+	t.Logf("stack up in %s", time.Since(began).Round(time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	// A user with an organization, and an API key.
+	mail := "e2e-" + uuid.NewString()[:8] + "@example.com"
+	signup := data(s.mustCall(201, "", "POST", "/api/v1/auth/signup", map[string]any{
+		"email": mail, "password": "correct horse", "first_name": "Ada", "last_name": "Lovelace", "organization_name": "E2E Shop",
+	}))
+	orgID := signup["organization"].(map[string]any)["id"].(string)
+	code, out := s.call(signup["access_token"].(string), orgID, "POST", "/api/v1/api-keys", map[string]any{
+		"name": "e2e", "scopes": []string{"bridges:read", "bridges:write", "orders:read", "orders:write"},
+	})
+	require.Equal(t, 201, code, "%v", out)
+	key := data(out)["key"].(string)
+
+	// A storefront_a bridge on the sandbox.
+	shop := "e2e-" + uuid.NewString()[:8] + ".example.com"
+	bridge := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "storefront_a", "name": "E2E Storefront",
+		"config": map[string]any{"shopDomain": shop, "accessToken": "shpat_e2e"},
+	}))
+	bridgeID := bridge["id"].(string)
+
+	// An order of the sandbox catalog, with deliberately different data.
+	catalog := sandboxapi.OrderIDs(platforms.TypeStorefrontA, shop)
+	ext := catalog[4]
+	order := data(s.mustCall(201, key, "POST", "/api/v1/orders", map[string]any{
+		"bridge_id":    bridgeID,
+		"external_id":  ext,
+		"order_number": "STALE-1",
+		"status":       "on_hold",
+		"customer":     map[string]any{"email": "stale@example.com", "firstName": "Stale", "lastName": "Copy"},
+		"line_items": []map[string]any{{
+			"sku": "STALE", "name": "Stale item", "quantity": 1, "unitPrice": 1, "totalPrice": 1, "requiresShipping": true, "taxable": true,
+		}},
+		"totals":   map[string]any{"subtotal": 1, "shipping": 0, "tax": 0, "discount": 0, "total": 1},
+		"currency": "EUR",
+	}))
+	orderID := order["id"].(string)
+
+	// What the platform holds.
+	conn, err := platforms.NewSandboxRegistry(s.sandbox.URL, s.sandbox.Client()).Get(platforms.TypeStorefrontA)
+	require.NoError(t, err)
+	want, err := conn.FetchOrder(ctx, platforms.Bridge{Type: platforms.TypeStorefrontA, Config: map[string]any{"shopDomain": shop, "accessToken": "shpat_e2e"}}, ext)
+	require.NoError(t, err)
+
+	// Resync: queued at once.
+	queuedAt := time.Now()
+	q := data(s.mustCall(202, key, "POST", "/api/v1/orders/"+orderID+"/resync", nil))
+	require.Equal(t, orderID, q["id"])
+	require.Equal(t, "queued", q["status"])
+	require.NotEmpty(t, q["message"])
+	wfID, runID := q["workflowId"].(string), q["runId"].(string)
+	require.Equal(t, workflows.OrderResyncWorkflowID(orderID), wfID)
+
+	syncs := s.waitForActivity(key, orderID, "sync", 1)
+	t.Logf("sync activity visible %s after the request", time.Since(queuedAt).Round(time.Millisecond))
+	require.Len(t, syncs, 1)
+	act := syncs[0]
+	require.Equal(t, "Re-synced from E2E Storefront", act["description"])
+	require.Equal(t, "system", act["actor"].(map[string]any)["type"])
+	md := act["metadata"].(map[string]any)
+	require.Equal(t, bridgeID, md["bridgeId"])
+	require.Equal(t, wfID, md["workflowId"])
+	require.Subset(t, md["changedFields"], []any{"order_number", "status", "customer", "line_items", "totals", "currency"})
+	require.Equal(t, "api_key", md["requestedBy"].(map[string]any)["type"])
+
+	// The order now shows the platform's data.
+	got := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+orderID, nil))
+	require.Equal(t, want.OrderNumber, got["orderNumber"])
+	require.Equal(t, want.Status, got["status"])
+	require.Equal(t, want.PaymentStatus, got["paymentStatus"])
+	require.Equal(t, want.FulfillmentStatus, got["fulfillmentStatus"])
+	require.Equal(t, want.Currency, got["currency"])
+	requireJSONEqual(t, want.Customer, got["customer"])
+	requireJSONEqual(t, want.LineItems, got["lineItems"])
+	requireJSONEqual(t, want.Totals, got["totals"])
+	requireJSONEqual(t, want.ShippingAddress, got["shippingAddress"])
+	require.Equal(t, ext, got["externalId"])
+
+	// The run completed, and carries the OrganizationId search attribute and
+	// the order id memo.
+	var res workflows.OrderResyncResult
+	require.NoError(t, s.temporal.GetWorkflow(ctx, wfID, runID).Get(ctx, &res))
+	require.Equal(t, orderID, res.OrderID)
+	require.Equal(t, bridgeID, res.BridgeID)
+	desc, err := s.temporal.DescribeWorkflowExecution(ctx, wfID, runID)
+	require.NoError(t, err)
+	info := desc.GetWorkflowExecutionInfo()
+	require.Equal(t, workflows.OrderResyncWorkflowType, info.GetType().GetName())
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, info.GetStatus())
+	var gotOrg, gotMemo string
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetSearchAttributes().GetIndexedFields()["OrganizationId"], &gotOrg))
+	require.Equal(t, orgID, gotOrg)
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetMemo().GetFields()["orderId"], &gotMemo))
+	require.Equal(t, orderID, gotMemo)
+	writeHistory(t, ctx, s.temporal, wfID, runID, "order_resync_history.json")
+
+	// A completed resync may run again: a new run, a second sync activity
+	// that finds nothing to change.
+	q2 := data(s.mustCall(202, key, "POST", "/api/v1/orders/"+orderID+"/resync", nil))
+	require.Equal(t, wfID, q2["workflowId"])
+	require.NotEqual(t, runID, q2["runId"])
+	syncs = s.waitForActivity(key, orderID, "sync", 2)
+	require.Empty(t, syncs[1]["metadata"].(map[string]any)["changedFields"])
+
+	// An order the platform does not know: a sync_failed activity, a failed run.
+	lost := data(s.mustCall(201, key, "POST", "/api/v1/orders", map[string]any{
+		"bridge_id": bridgeID, "external_id": "999", "status": "pending",
+		"customer": map[string]any{"email": "lost@example.com"},
+		"line_items": []map[string]any{{
+			"sku": "X", "name": "X", "quantity": 1, "unitPrice": 1, "totalPrice": 1, "requiresShipping": true, "taxable": true,
+		}},
+		"totals": map[string]any{"subtotal": 1, "shipping": 0, "tax": 0, "discount": 0, "total": 1},
+	}))
+	lostID := lost["id"].(string)
+	q3 := data(s.mustCall(202, key, "POST", "/api/v1/orders/"+lostID+"/resync", nil))
+	failed := s.waitForActivity(key, lostID, "sync_failed", 1)
+	require.Contains(t, failed[0]["description"], "order 999 not found")
+	err = s.temporal.GetWorkflow(ctx, q3["workflowId"].(string), q3["runId"].(string)).Get(ctx, nil)
+	require.Error(t, err)
+	writeHistory(t, ctx, s.temporal, q3["workflowId"].(string), q3["runId"].(string), "order_resync_failed_history.json")
+	t.Logf("end to end in %s", time.Since(began).Round(time.Millisecond))
+}
+
+// requireJSONEqual compares a Go value with a decoded JSON value.
+func requireJSONEqual(t *testing.T, want any, got any) {
+	t.Helper()
+	wantRaw, err := json.Marshal(want)
+	require.NoError(t, err)
+	gotRaw, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantRaw), string(gotRaw))
+}
+
+// writeHistory saves the run's history as a replay test fixture
+// (workflows/testdata/<name>) when FOS_UPDATE_HISTORY=1.
+func writeHistory(t *testing.T, ctx context.Context, c client.Client, wfID, runID, name string) {
+	t.Helper()
+	if os.Getenv("FOS_UPDATE_HISTORY") != "1" {
+		return
+	}
+	var h historypb.History
+	it := c.GetWorkflowHistory(ctx, wfID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	raw, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
+	require.NoError(t, err)
+	path := filepath.Join("..", "workflows", "testdata", name)
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, append(raw, '\n'), 0o644))
+	t.Logf("wrote %s", path)
+}

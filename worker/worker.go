@@ -1,0 +1,85 @@
+// Package worker builds the Temporal worker: the one place where every
+// workflow and activity is registered, and the options every workflow start
+// uses (search attributes, memo, ID conflict policy).
+package worker
+
+import (
+	"log/slog"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/workflows"
+)
+
+// Deps are the dependencies of the activities.
+type Deps struct {
+	Store   *store.Store
+	Secrets *secrets.Box
+	// Platforms maps bridge types to platform connectors (the sandbox
+	// connector for every type under FOS_SANDBOX=1).
+	Platforms *platforms.Registry
+	// Carriers maps carrier codes to carrier adapters.
+	Carriers *carriers.Registry
+	Logger   *slog.Logger
+	// Options tunes the Temporal worker (zero value: SDK defaults).
+	Options sdkworker.Options
+}
+
+// New returns a worker on taskQueue with every workflow and activity
+// registered. The caller starts and stops it (Run, Start, Stop).
+func New(c client.Client, taskQueue string, deps Deps) sdkworker.Worker {
+	w := sdkworker.New(c, taskQueue, deps.Options)
+	Register(w, deps)
+	return w
+}
+
+// Register registers every workflow and activity on r.
+func Register(r sdkworker.Registry, deps Deps) {
+	logger := deps.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+
+	r.RegisterWorkflowWithOptions(workflows.OrderResync, workflow.RegisterOptions{Name: workflows.OrderResyncWorkflowType})
+	r.RegisterActivity(&activities.OrderActivities{
+		Store:     deps.Store,
+		Secrets:   deps.Secrets,
+		Platforms: deps.Platforms,
+		Logger:    logger.With("component", "activities"),
+	})
+	deps.Logger = logger
+	// One function per domain, each in its own file (register_<domain>.go).
+	registerCarrierAccounts(r, deps)
+	registerShipments(r, deps)
+	registerTracking(r, deps)
+	registerRateComparisons(r, deps)
+}
+
+// OrganizationIDKey is the search attribute every workflow carries
+// (CONTRACT section 5).
+var OrganizationIDKey = temporal.NewSearchAttributeKeyKeyword("OrganizationId")
+
+// StartOptions are the options of a workflow start: the stable workflow id,
+// the OrganizationId search attribute and a memo naming the resource (e.g.
+// {"orderId": ...}), so an operator finds any run in the Temporal UI. A
+// start while a run with the same id is going returns that run
+// (USE_EXISTING); a closed run's id may be started again.
+func StartOptions(id, taskQueue, orgID string, memo map[string]any) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		TypedSearchAttributes:    temporal.NewSearchAttributes(OrganizationIDKey.ValueSet(orgID)),
+		Memo:                     memo,
+	}
+}

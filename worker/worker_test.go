@@ -1,0 +1,73 @@
+package worker
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
+	"google.golang.org/grpc"
+)
+
+func TestStartOptions(t *testing.T) {
+	o := StartOptions("order-resync/o1", "fos", "org-1", map[string]any{"orderId": "o1"})
+	require.Equal(t, "order-resync/o1", o.ID)
+	require.Equal(t, "fos", o.TaskQueue)
+	require.Equal(t, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, o.WorkflowIDConflictPolicy)
+	require.Equal(t, enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE, o.WorkflowIDReusePolicy)
+	org, ok := o.TypedSearchAttributes.GetKeyword(OrganizationIDKey)
+	require.True(t, ok)
+	require.Equal(t, "org-1", org)
+	require.Equal(t, "OrganizationId", OrganizationIDKey.GetName())
+	require.Equal(t, map[string]any{"orderId": "o1"}, o.Memo)
+}
+
+// fakeOperator answers ListSearchAttributes with have and records adds.
+type fakeOperator struct {
+	operatorservice.OperatorServiceClient
+	have   map[string]enumspb.IndexedValueType
+	addErr error
+	added  []*operatorservice.AddSearchAttributesRequest
+}
+
+func (f *fakeOperator) ListSearchAttributes(context.Context, *operatorservice.ListSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
+	return &operatorservice.ListSearchAttributesResponse{CustomAttributes: f.have}, nil
+}
+
+func (f *fakeOperator) AddSearchAttributes(_ context.Context, r *operatorservice.AddSearchAttributesRequest, _ ...grpc.CallOption) (*operatorservice.AddSearchAttributesResponse, error) {
+	f.added = append(f.added, r)
+	return &operatorservice.AddSearchAttributesResponse{}, f.addErr
+}
+
+func ensureWith(t *testing.T, op *fakeOperator) error {
+	c := mocks.NewClient(t)
+	c.On("OperatorService").Return(op)
+	return EnsureSearchAttributes(context.Background(), c, "ns")
+}
+
+func TestEnsureSearchAttributes(t *testing.T) {
+	// Missing: added to the namespace.
+	op := &fakeOperator{}
+	require.NoError(t, ensureWith(t, op))
+	require.Len(t, op.added, 1)
+	require.Equal(t, "ns", op.added[0].GetNamespace())
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, op.added[0].GetSearchAttributes()["OrganizationId"])
+
+	// Present: nothing to do.
+	op = &fakeOperator{have: map[string]enumspb.IndexedValueType{"OrganizationId": enumspb.INDEXED_VALUE_TYPE_KEYWORD}}
+	require.NoError(t, ensureWith(t, op))
+	require.Empty(t, op.added)
+
+	// Added concurrently by another process: fine.
+	op = &fakeOperator{addErr: serviceerror.NewAlreadyExists("exists")}
+	require.NoError(t, ensureWith(t, op))
+
+	// Present with another type, or refused: errors.
+	op = &fakeOperator{have: map[string]enumspb.IndexedValueType{"OrganizationId": enumspb.INDEXED_VALUE_TYPE_TEXT}}
+	require.ErrorContains(t, ensureWith(t, op), "OrganizationId")
+	op = &fakeOperator{addErr: serviceerror.NewPermissionDenied("no", "")}
+	require.Error(t, ensureWith(t, op))
+}
