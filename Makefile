@@ -1,0 +1,46 @@
+# fos: `make run` starts everything on this machine, `make test` runs the tests.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO ?= go
+# The machine has 2 cores: 2 packages at a time keeps the build and the
+# tests (PostgreSQL, the embedded Temporal server) from starving each other.
+GO_TEST_FLAGS ?= -count=1 -p 2 -timeout 20m
+PKGS ?= ./...
+
+.PHONY: help run test build lint vet fmt tidy clean
+
+help:
+	@echo "make run    - fos dev --seed: API, worker, embedded Temporal (+ UI), private PostgreSQL under .fos/"
+	@echo "make test   - go test $(PKGS) against a PostgreSQL server (see scripts/test-postgres.sh)"
+	@echo "make build  - build bin/fos"
+	@echo "make lint   - go vet and gofmt"
+
+run:
+	./scripts/ensure-postgres.sh
+	$(GO) run ./cmd/fos dev --seed
+
+test:
+	./scripts/test-postgres.sh $(GO) test $(GO_TEST_FLAGS) $(PKGS)
+
+build:
+	$(GO) build -o bin/fos ./cmd/fos
+
+GO_FILES_CMD = find . -name '*.go' -not -path './.fos/*' -not -path './vendor/*' -not -path './.git/*' -print0
+
+lint: vet
+	@unformatted=$$($(GO_FILES_CMD) | xargs -0 -r gofmt -l); \
+	if [[ -n "$$unformatted" ]]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	$(GO_FILES_CMD) | xargs -0 -r gofmt -w
+
+tidy:
+	$(GO) mod tidy
+
+clean:
+	rm -rf bin
