@@ -1,0 +1,190 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/fos-dev/fos/api"
+	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/platforms"
+)
+
+// The demo organization's owner. The password is printed on purpose: this
+// is a local sandbox.
+const (
+	demoEmail    = "demo@fos.local"
+	demoPassword = "fos-demo-password"
+	demoOrgName  = "Demo Store"
+)
+
+type seedResult struct {
+	OrgID, OrgName, Email, Password, APIKey string
+}
+
+// seedClient calls the real router in-process, so seeding goes through the
+// same validation as any client.
+type seedClient struct {
+	h     http.Handler
+	token string
+	org   string
+}
+
+func (c *seedClient) call(ctx context.Context, method, path string, body any, out any) (int, error) {
+	var rd *bytes.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = bytes.NewReader(raw)
+	} else {
+		rd = bytes.NewReader(nil)
+	}
+	req := httptest.NewRequestWithContext(ctx, method, path, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.org != "" {
+		req.Header.Set("X-Organization-Id", c.org)
+	}
+	rec := httptest.NewRecorder()
+	c.h.ServeHTTP(rec, req)
+	if out != nil && rec.Body.Len() > 0 {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			return rec.Code, fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	if rec.Code >= 400 && rec.Code != http.StatusConflict {
+		return rec.Code, fmt.Errorf("%s %s: %d %s", method, path, rec.Code, rec.Body.String())
+	}
+	return rec.Code, nil
+}
+
+// seedDemo creates (or reuses) the demo organization with sandbox bridges
+// and the sandbox store's orders, and a fresh API key with every scope.
+func seedDemo(ctx context.Context, svc *services, deps api.Deps) (*seedResult, error) {
+	h := api.NewRouter(deps)
+	c := &seedClient{h: h}
+
+	var login struct {
+		Data struct {
+			AccessToken   string `json:"access_token"`
+			Organizations []struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"organizations"`
+		} `json:"data"`
+	}
+	code, _ := c.call(ctx, "POST", "/api/v1/auth/login", map[string]string{"email": demoEmail, "password": demoPassword}, &login)
+	if code == http.StatusUnauthorized {
+		var signup struct {
+			Data struct {
+				AccessToken  string `json:"access_token"`
+				Organization struct {
+					ID string `json:"id"`
+				} `json:"organization"`
+			} `json:"data"`
+		}
+		if _, err := c.call(ctx, "POST", "/api/v1/auth/signup", map[string]string{
+			"email": demoEmail, "password": demoPassword, "first_name": "Demo", "last_name": "Owner", "organization_name": demoOrgName,
+		}, &signup); err != nil {
+			return nil, err
+		}
+		c.token, c.org = signup.Data.AccessToken, signup.Data.Organization.ID
+	} else if code == http.StatusOK && len(login.Data.Organizations) > 0 {
+		c.token, c.org = login.Data.AccessToken, login.Data.Organizations[0].ID
+	} else {
+		return nil, fmt.Errorf("log in as %s: status %d", demoEmail, code)
+	}
+
+	var key struct {
+		Data struct {
+			Key string `json:"key"`
+		} `json:"data"`
+	}
+	if _, err := c.call(ctx, "POST", "/api/v1/api-keys", map[string]any{
+		"name": "fos dev --seed " + time.Now().UTC().Format(time.RFC3339), "scopes": auth.Scopes,
+	}, &key); err != nil {
+		return nil, err
+	}
+
+	var bridges struct {
+		Data []struct {
+			ID     string         `json:"id"`
+			Type   string         `json:"type"`
+			Config map[string]any `json:"config"`
+		} `json:"data"`
+	}
+	if _, err := c.call(ctx, "GET", "/api/v1/bridges?limit=100", nil, &bridges); err != nil {
+		return nil, err
+	}
+	if len(bridges.Data) == 0 {
+		for _, b := range []map[string]any{
+			{"type": "storefront_a", "name": "Demo storefront", "config": map[string]any{"shopDomain": "demo-store.myshopify.com", "accessToken": "shpat_demo_token"}},
+			{"type": "shipping_hub_a", "name": "Demo shipping hub", "config": map[string]any{"apiKey": "demo-hub-key", "apiSecret": "demo-hub-secret"}},
+		} {
+			var created struct {
+				Data struct {
+					ID   string `json:"id"`
+					Type string `json:"type"`
+				} `json:"data"`
+			}
+			if _, err := c.call(ctx, "POST", "/api/v1/bridges", b, &created); err != nil {
+				return nil, err
+			}
+			bridges.Data = append(bridges.Data, struct {
+				ID     string         `json:"id"`
+				Type   string         `json:"type"`
+				Config map[string]any `json:"config"`
+			}{ID: created.Data.ID, Type: created.Data.Type, Config: b["config"].(map[string]any)})
+		}
+	}
+
+	// Orders: the sandbox storefront's catalog, created through the API.
+	reg := platformRegistry(svc.cfg, svc.log)
+	for _, b := range bridges.Data {
+		if b.Type != platforms.TypeStorefrontA || b.Config["shopDomain"] == nil {
+			continue
+		}
+		conn, err := reg.Get(b.Type)
+		if err != nil {
+			return nil, err
+		}
+		cfg := map[string]any{"shopDomain": b.Config["shopDomain"], "accessToken": "shpat_demo_token"}
+		orders, _, err := conn.ListOrders(ctx, platforms.Bridge{Type: b.Type, Config: cfg}, time.Time{}, "")
+		if err != nil {
+			svc.log.Warn("seed: could not read the sandbox catalog; no demo orders", "error", err)
+			break
+		}
+		for _, o := range orders {
+			if _, err := c.call(ctx, "POST", "/api/v1/orders", orderCreateBody(b.ID, o), nil); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &seedResult{OrgID: c.org, OrgName: demoOrgName, Email: demoEmail, Password: demoPassword, APIKey: key.Data.Key}, nil
+}
+
+// orderCreateBody maps a platform order onto the create-order request.
+func orderCreateBody(bridgeID string, o platforms.Order) map[string]any {
+	items := make([]map[string]any, 0, len(o.LineItems))
+	for _, li := range o.LineItems {
+		items = append(items, map[string]any{
+			"sku": li.SKU, "name": li.Name, "quantity": li.Quantity, "unitPrice": li.UnitPrice,
+			"totalPrice": li.TotalPrice, "requiresShipping": li.RequiresShipping, "taxable": li.Taxable,
+		})
+	}
+	return map[string]any{
+		"bridge_id": bridgeID, "external_id": o.ExternalID, "order_number": o.OrderNumber,
+		"status": o.Status, "payment_status": o.PaymentStatus, "fulfillment_status": o.FulfillmentStatus,
+		"customer": o.Customer, "shipping_address": o.ShippingAddress, "billing_address": o.BillingAddress,
+		"line_items": items, "totals": o.Totals, "currency": o.Currency, "tags": o.Tags,
+		"source_data": o.SourceData, "ordered_at": o.OrderedAt,
+	}
+}

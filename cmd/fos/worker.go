@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/worker"
+)
+
+func runWorker(ctx context.Context) error {
+	cfg, err := config.Load(config.ModeWorker, os.Getenv)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg.LogLevel)
+	svc, err := openServices(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer svc.close()
+	if err := worker.EnsureSearchAttributes(ctx, svc.temporal, cfg.TemporalNamespace); err != nil {
+		// The operator may have registered it already with rights we lack.
+		log.Warn("could not ensure the OrganizationId search attribute", "error", err)
+	}
+	w := newWorker(svc)
+	log.Info("worker starting", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
+	return w.Run(interruptOn(ctx))
+}
+
+// newWorker registers every workflow and activity on the task queue.
+func newWorker(svc *services) sdkworker.Worker {
+	return worker.New(svc.temporal, svc.cfg.TaskQueue, worker.Deps{
+		Store:     svc.store,
+		Secrets:   svc.secrets,
+		Platforms: platformRegistry(svc.cfg, svc.log),
+		Carriers:  carrierRegistry(svc.cfg),
+		Logger:    svc.log,
+	})
+}
+
+// platformRegistry picks the platform connectors. Until the real platform
+// adapters land, every bridge type talks to the sandbox (CONTRACT 8).
+func platformRegistry(cfg config.Config, log *slog.Logger) *platforms.Registry {
+	if !cfg.Sandbox {
+		log.Warn("FOS_SANDBOX=0 but no real platform adapters exist yet; bridges talk to the sandbox", "sandbox_url", cfg.SandboxURL)
+	}
+	return platforms.NewSandboxRegistry(cfg.SandboxURL, &http.Client{Timeout: 30 * time.Second})
+}
+
+// carrierRegistry builds the carrier adapters: the real carriers' APIs, or
+// the built-in sandbox under FOS_SANDBOX=1.
+func carrierRegistry(cfg config.Config) *carriers.Registry {
+	return carriers.NewRegistry(carriers.Config{
+		Sandbox:    cfg.Sandbox,
+		SandboxURL: cfg.SandboxURL,
+		HTTPClient: &http.Client{Timeout: 30 * time.Second},
+		CarrierA:   carriers.CarrierAConfigFromEnv(os.Getenv),
+	})
+}
+
+// interruptOn adapts a context to the worker's interrupt channel.
+func interruptOn(ctx context.Context) <-chan any {
+	ch := make(chan any, 1)
+	go func() {
+		<-ctx.Done()
+		ch <- struct{}{}
+	}()
+	return ch
+}
