@@ -107,20 +107,22 @@ func TestConventions(t *testing.T) {
 func TestIdempotencyKeyReplay(t *testing.T) {
 	e := newEnv(t)
 	owner := e.signup()
-	body := map[string]any{"name": "idem", "scopes": []string{"orders:read"}}
-	first := e.do(owner.caller, "POST", "/api/v1/api-keys", body, "Idempotency-Key", "k-1")
+	body := map[string]any{"type": "storefront_a", "name": "idem", "config": map[string]any{"shopDomain": "i.myshopify.com", "accessToken": "t"}}
+	first := e.do(owner.caller, "POST", "/api/v1/bridges", body, "Idempotency-Key", "k-1")
 	require.Equal(t, 201, first.Code, "%s", first.Raw)
-	again := e.do(owner.caller, "POST", "/api/v1/api-keys", body, "Idempotency-Key", "k-1")
+	again := e.do(owner.caller, "POST", "/api/v1/bridges", body, "Idempotency-Key", "k-1")
 	require.Equal(t, 201, again.Code)
 	require.Equal(t, first.Raw, again.Raw, "the replay is the stored response")
 	require.Equal(t, "true", again.Header.Get("Idempotent-Replayed"))
-	require.Len(t, e.do(owner.caller, "GET", "/api/v1/api-keys", nil).list(), 1, "the key was created once")
+	require.Len(t, e.do(owner.caller, "GET", "/api/v1/bridges", nil).list(), 1, "the bridge was created once")
 
-	requireError(t, e.do(owner.caller, "POST", "/api/v1/api-keys", map[string]any{"name": "other", "scopes": []string{"orders:read"}}, "Idempotency-Key", "k-1"), 409, "conflict")
+	body["name"] = "other"
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/bridges", body, "Idempotency-Key", "k-1"), 409, "conflict")
 
-	// Keys are per organization.
+	// Keys are per organization (and per caller).
 	other := e.signup()
-	res := e.do(other.caller, "POST", "/api/v1/api-keys", body, "Idempotency-Key", "k-1")
+	body["name"] = "idem"
+	res := e.do(other.caller, "POST", "/api/v1/bridges", body, "Idempotency-Key", "k-1")
 	require.Equal(t, 201, res.Code)
 	require.NotEqual(t, first.data()["id"], res.data()["id"])
 }

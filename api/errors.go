@@ -60,6 +60,8 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error)
 	case errors.As(err, &apiErr):
 	case errors.Is(err, store.ErrNotFound):
 		apiErr = errNotFound("resource")
+	case errors.Is(err, store.ErrInvalidInput):
+		apiErr = errValidation(FieldError{Field: "body", Message: "contains a value the service cannot store"})
 	case errors.Is(err, store.ErrConflict):
 		apiErr = errConflict("the resource conflicts with an existing one")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:

@@ -38,6 +38,11 @@ func (c *captureWriter) Write(b []byte) (int, error) {
 // response of the first request that used the key in the organization, for
 // 24 hours; the same key with another request is 409 (CONTRACT 4). A first
 // request that fails with a 5xx releases the key so it can be retried.
+//
+// Keys are scoped to the caller (the user or the API key) as well as the
+// organization: a stored response is only ever replayed to whoever received
+// it first, so a replay can never get past the scope and role checks that
+// run after this middleware.
 func (s *Server) idempotency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -45,11 +50,12 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if len(key) > 255 {
-			s.respondError(w, r, errValidation(FieldError{Field: "Idempotency-Key", Message: "must be at most 255 characters"}))
+		if !printableASCII(key, 255) {
+			s.respondError(w, r, errValidation(FieldError{Field: "Idempotency-Key", Message: "must be 1-255 printable ASCII characters"}))
 			return
 		}
 		p := mustPrincipal(r)
+		key = p.Kind + ":" + p.ActorID().String() + ":" + key
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			s.respondError(w, r, decodeBody(&http.Request{Body: io.NopCloser(errReader{err})}, nil, false))

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -44,8 +45,11 @@ func newRequestID() string {
 }
 
 // validRequestID accepts a client's id when it is short printable ASCII.
-func validRequestID(s string) bool {
-	if s == "" || len(s) > 128 {
+func validRequestID(s string) bool { return printableASCII(s, 128) }
+
+// printableASCII reports whether s is 1..max printable ASCII characters.
+func printableASCII(s string, max int) bool {
+	if s == "" || len(s) > max {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -122,8 +126,31 @@ func (s *Server) requestContext(next http.Handler) http.Handler {
 			}
 			s.accessLog.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 		}()
+		if field := badQueryParam(r); field != "" {
+			s.respondError(rec, r, errValidation(FieldError{Field: field, Message: "must be valid UTF-8 without NUL characters"}))
+			return
+		}
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// badQueryParam names the first query parameter that is not valid UTF-8 or
+// holds a NUL, which no handler could store or search for.
+func badQueryParam(r *http.Request) string {
+	if r.URL.RawQuery == "" {
+		return ""
+	}
+	for k, vs := range r.URL.Query() {
+		if !utf8.ValidString(k) || strings.ContainsRune(k, 0) {
+			return "query"
+		}
+		for _, v := range vs {
+			if !utf8.ValidString(v) || strings.ContainsRune(v, 0) {
+				return k
+			}
+		}
+	}
+	return ""
 }
 
 // logPath is the path as logged: the invitation token, which travels in the

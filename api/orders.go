@@ -240,6 +240,12 @@ func parseCreateOrder(body map[string]any) (store.Order, error) {
 		}
 		first, last := c.str("firstName", false, 100), c.str("lastName", false, 100)
 		c.str("phone", false, 50)
+		// Every customer field is present in responses, null when not given.
+		for _, k := range []string{"firstName", "lastName", "phone"} {
+			if _, ok := c.m[k]; !ok {
+				c.m[k] = nil
+			}
+		}
 		o.CustomerName = strings.TrimSpace(deref(first) + " " + deref(last))
 		o.Customer = orderJSONOf(c.m)
 	}
@@ -269,6 +275,8 @@ func parseCreateOrder(body map[string]any) (store.Order, error) {
 		t, ok := parseOrderTime(*at)
 		if !ok {
 			v.add("ordered_at", "must be an ISO 8601 timestamp")
+		} else if t.Year() < 1970 || t.Year() > 9999 {
+			v.add("ordered_at", "must be between 1970 and 9999")
 		}
 		o.OrderedAt = t
 	}

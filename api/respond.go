@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,9 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 		}
 		return errBadRequest("invalid_json", "request body must be a JSON object")
 	}
+	if hasNULEscape(raw) {
+		return errValidation(FieldError{Field: "body", Message: "strings must not contain NUL (\\u0000) characters"})
+	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
@@ -77,12 +81,96 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 			return errValidation(FieldError{Field: field, Message: "must be " + jsonKind(typeErr.Type.Kind().String())})
 		}
 		var timeErr *time.ParseError
-		if errors.As(err, &timeErr) {
-			return errValidation(FieldError{Field: "body", Message: "contains an invalid timestamp (use ISO 8601)"})
+		if errors.As(err, &timeErr) || strings.Contains(err.Error(), "Time.UnmarshalJSON") {
+			return errValidation(FieldError{Field: badTimeField(raw, dst), Message: "must be an ISO 8601 timestamp"})
 		}
 		return errBadRequest("invalid_json", "request body is not valid JSON: "+err.Error())
 	}
 	return nil
+}
+
+// hasNULEscape reports whether a JSON text holds a \u0000 escape inside a
+// string (PostgreSQL text and jsonb cannot store NUL). A raw NUL byte is
+// already invalid JSON.
+func hasNULEscape(raw []byte) bool {
+	for i := 0; i+5 < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if string(raw[i+1:i+6]) == "u0000" {
+			return true
+		}
+		i++ // skip the escaped character, so "\\\\u0000" is not a match
+	}
+	return false
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+// badTimeField finds which time.Time field of dst the JSON text fails to
+// fill, as a path like "expires_at" or "items[2].shippedAt", so a bad
+// timestamp is reported against its field. "body" when it cannot tell.
+func badTimeField(raw []byte, dst any) string {
+	var doc any
+	if json.Unmarshal(raw, &doc) != nil {
+		return "body"
+	}
+	if path := findBadTime(reflect.TypeOf(dst), doc, ""); path != "" {
+		return path
+	}
+	return "body"
+}
+
+func findBadTime(t reflect.Type, v any, path string) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || v == nil {
+		return ""
+	}
+	switch {
+	case t == timeType:
+		str, ok := v.(string)
+		if !ok {
+			return path
+		}
+		if _, err := time.Parse(time.RFC3339Nano, str); err != nil {
+			return path
+		}
+	case t.Kind() == reflect.Struct:
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return ""
+		}
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "-" || !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			sub := name
+			if path != "" {
+				sub = path + "." + name
+			}
+			if p := findBadTime(f.Type, obj[name], sub); p != "" {
+				return p
+			}
+		}
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		arr, ok := v.([]any)
+		if !ok {
+			return ""
+		}
+		for i, el := range arr {
+			if p := findBadTime(t.Elem(), el, fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }
 
 func jsonKind(goKind string) string {

@@ -96,9 +96,14 @@ func NewRouter(d Deps) http.Handler {
 			s.mountUserRoutes(r)
 		})
 		// Everything else acts inside one organization.
+		// API keys: never under Idempotency-Key, so a key's secret is
+		// returned once and never stored.
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireOrg)
+			s.mountAPIKeys(r)
+		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireOrg, s.idempotency)
-			s.mountAPIKeys(r)
 			s.mountOrganizations(r)
 			s.mountBridges(r)
 			s.mountOrders(r)
@@ -114,9 +119,14 @@ func NewRouter(d Deps) http.Handler {
 	})
 	// The unversioned alias of the API key endpoints.
 	r.Route("/api", func(r chi.Router) {
+		// API keys: never under Idempotency-Key, so a key's secret is
+		// returned once and never stored.
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireOrg)
+			s.mountAPIKeys(r)
+		})
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireOrg, s.idempotency)
-			s.mountAPIKeys(r)
 		})
 	})
 	return r

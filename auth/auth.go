@@ -23,19 +23,26 @@ type Passwords struct {
 	Cost int
 }
 
-// Hash returns the bcrypt hash of password.
+// Hash returns the bcrypt hash of password. bcrypt reads at most 72 bytes,
+// so the password is first reduced to the base64 of its SHA-256 (44
+// bytes): every character of a 128-character password counts.
 func (p Passwords) Hash(password string) (string, error) {
 	cost := p.Cost
 	if cost == 0 {
 		cost = bcrypt.DefaultCost
 	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), cost)
+	h, err := bcrypt.GenerateFromPassword(prehash(password), cost)
 	return string(h), err
 }
 
 // Check reports whether password matches hash.
 func (p Passwords) Check(hash, password string) bool {
-	return bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) == nil
+	return bcrypt.CompareHashAndPassword([]byte(hash), prehash(password)) == nil
+}
+
+func prehash(password string) []byte {
+	sum := sha256.Sum256([]byte(password))
+	return []byte(base64.StdEncoding.EncodeToString(sum[:]))
 }
 
 // dummyHash lets a login for an unknown e-mail take as long as a wrong
@@ -44,7 +51,7 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("timing-equaliser"), bcryp
 
 // CheckUnknown spends the time of one Check and returns false.
 func (p Passwords) CheckUnknown(password string) bool {
-	_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+	_ = bcrypt.CompareHashAndPassword(dummyHash, prehash(password))
 	return false
 }
 

@@ -424,12 +424,38 @@ func IsSecretField(bridgeType, key string) bool {
 	return false
 }
 
+// IsSecretEntry reports whether a top-level config entry is a credential:
+// its key is a secret field, or its value is an object or array holding a
+// secret-looking key at any depth (such an entry is encrypted and redacted
+// whole, so nothing nested leaks).
+func IsSecretEntry(bridgeType, key string, v any) bool {
+	return IsSecretField(bridgeType, key) || nestsSecret(bridgeType, v)
+}
+
+func nestsSecret(bridgeType string, v any) bool {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, sub := range t {
+			if IsSecretField(bridgeType, k) || nestsSecret(bridgeType, sub) {
+				return true
+			}
+		}
+	case []any:
+		for _, sub := range t {
+			if nestsSecret(bridgeType, sub) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // RedactConfig returns a copy of cfg with every credential value replaced
 // by RedactedValue (empty values are kept as they are).
 func RedactConfig(bridgeType string, cfg map[string]any) map[string]any {
 	out := make(map[string]any, len(cfg))
 	for k, v := range cfg {
-		if IsSecretField(bridgeType, k) && !isEmpty(v) {
+		if IsSecretEntry(bridgeType, k, v) && !isEmpty(v) {
 			out[k] = RedactedValue
 			continue
 		}

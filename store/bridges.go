@@ -80,7 +80,7 @@ func SplitBridgeConfig(box *secrets.Box, bridgeType string, full map[string]any)
 		if v == nil {
 			continue
 		}
-		if platforms.IsSecretField(bridgeType, k) {
+		if platforms.IsSecretEntry(bridgeType, k, v) {
 			if s, ok := v.(string); ok && s == "" {
 				continue
 			}

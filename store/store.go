@@ -24,6 +24,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrConflict means a unique constraint refused the write.
 	ErrConflict = errors.New("conflict")
+	// ErrInvalidInput means PostgreSQL refused a value (e.g. a character it
+	// cannot store); the request was bad, not the server.
+	ErrInvalidInput = errors.New("invalid input")
 )
 
 // DBTX is satisfied by a pool and by a transaction, so one query function
@@ -123,6 +126,8 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case "22P02": // invalid_text_representation (e.g. a malformed uuid)
 			return ErrNotFound
+		case "22021", "22P05", "22001", "22003": // bad character, untranslatable, too long, out of range
+			return fmt.Errorf("%w: %s", ErrInvalidInput, pgErr.Message)
 		}
 	}
 	return err
