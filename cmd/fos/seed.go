@@ -91,10 +91,14 @@ func seedDemo(ctx context.Context, svc *services, deps api.Deps) (*seedResult, e
 				} `json:"organization"`
 			} `json:"data"`
 		}
-		if _, err := c.call(ctx, "POST", "/api/v1/auth/signup", map[string]string{
+		code, err := c.call(ctx, "POST", "/api/v1/auth/signup", map[string]string{
 			"email": demoEmail, "password": demoPassword, "first_name": "Demo", "last_name": "Owner", "organization_name": demoOrgName,
-		}, &signup); err != nil {
+		}, &signup)
+		if err != nil {
 			return nil, err
+		}
+		if code == http.StatusConflict {
+			return nil, fmt.Errorf("%s exists but no longer accepts the demo password; log in as yourself, or remove .fos/ to start over", demoEmail)
 		}
 		c.token, c.org = signup.Data.AccessToken, signup.Data.Organization.ID
 	} else if code == http.StatusOK && len(login.Data.Organizations) > 0 {
