@@ -31,10 +31,6 @@ func (s *Server) mountRates(r chi.Router) {
 	read.Get("/rates/snapshots/{id}", s.h(s.getRateSnapshot))
 }
 
-// rateCarrierTimeout is the deadline of each carrier's quote in a fan-out.
-// Tests lower it; a deployment setting would be a Deps field (router.go).
-var rateCarrierTimeout = rating.DefaultTimeout
-
 // Bounds the specification leaves open.
 const (
 	rateMaxPackages   = 50
@@ -322,7 +318,7 @@ func (s *Server) runQuote(w http.ResponseWriter, r *http.Request, in rateInput, 
 		open = append(open, acct)
 		openIdx = append(openIdx, i)
 	}
-	for j, res := range rating.Quote(ctx, s.carriers, open, req, rateCarrierTimeout) {
+	for j, res := range rating.Quote(ctx, s.carriers, open, req, s.rateTimeout) {
 		results[openIdx[j]] = res
 	}
 	if ctx.Err() != nil {

@@ -19,7 +19,7 @@ import (
 
 // rateTestEnv is the router with a carrier registry pointed at a sandbox
 // server; wrap (optional) wraps the sandbox handler (delays, counters).
-func rateTestEnv(t testing.TB, wrap func(http.Handler) http.Handler) *testEnv {
+func rateTestEnv(t testing.TB, wrap func(http.Handler) http.Handler, opts ...func(*Deps)) *testEnv {
 	t.Helper()
 	var h http.Handler = sandboxapi.NewHandler()
 	if wrap != nil {
@@ -28,7 +28,7 @@ func rateTestEnv(t testing.TB, wrap func(http.Handler) http.Handler) *testEnv {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: srv.URL})
-	return newEnv(t, func(d *Deps) { d.Carriers = reg })
+	return newEnv(t, append([]func(*Deps){func(d *Deps) { d.Carriers = reg }}, opts...)...)
 }
 
 // rateTestCreds are valid sandbox credentials per carrier.
@@ -404,13 +404,11 @@ func rateDelay(delays map[string]time.Duration) func(http.Handler) http.Handler 
 }
 
 func TestRatesPerCarrierDeadline(t *testing.T) {
-	e := rateTestEnv(t, rateDelay(map[string]time.Duration{carriers.CarrierC: 5 * time.Second}))
+	e := rateTestEnv(t, rateDelay(map[string]time.Duration{carriers.CarrierC: 5 * time.Second}),
+		func(d *Deps) { d.RateTimeout = 300 * time.Millisecond })
 	owner := e.signup()
 	rateTestAccount(t, e, owner.org, carriers.CarrierB, "active")
 	c := rateTestAccount(t, e, owner.org, carriers.CarrierC, "active")
-	old := rateCarrierTimeout
-	rateCarrierTimeout = 300 * time.Millisecond
-	t.Cleanup(func() { rateCarrierTimeout = old })
 
 	start := time.Now()
 	res := e.do(owner.caller, "POST", "/api/v1/rates", rateTestBody())

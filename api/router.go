@@ -15,6 +15,7 @@ import (
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
@@ -29,6 +30,9 @@ type Deps struct {
 	Secrets   *secrets.Box
 	// Carriers maps carrier codes to carrier adapters.
 	Carriers *carriers.Registry
+	// RateTimeout is each carrier's deadline in a rate fan-out (default
+	// rating.DefaultTimeout).
+	RateTimeout time.Duration
 	// Temporal starts and signals workflows; TaskQueue is where they run.
 	Temporal  client.Client
 	TaskQueue string
@@ -51,12 +55,14 @@ type Server struct {
 	passwords auth.Passwords
 	secrets   *secrets.Box
 	carriers  *carriers.Registry
-	temporal  client.Client
-	taskQueue string
-	mailer    email.Sender
-	mailbox   *email.Mailbox
-	baseURL   string
-	keyUse    keyUseRecorder
+	// rateTimeout is each carrier's deadline in a rate fan-out.
+	rateTimeout time.Duration
+	temporal    client.Client
+	taskQueue   string
+	mailer      email.Sender
+	mailbox     *email.Mailbox
+	baseURL     string
+	keyUse      keyUseRecorder
 	// orderHooks is never nil.
 	orderHooks rules.OrderHooks
 }
@@ -72,6 +78,10 @@ func NewRouter(d Deps) http.Handler {
 	}
 	if s.orderHooks == nil {
 		s.orderHooks = rules.Noop{}
+	}
+	s.rateTimeout = d.RateTimeout
+	if s.rateTimeout <= 0 {
+		s.rateTimeout = rating.DefaultTimeout
 	}
 	if s.mailer == nil {
 		s.mailer = email.LogSender{Log: d.Logger}

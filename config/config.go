@@ -34,7 +34,9 @@ type Config struct {
 	EncryptionKey     string
 	JWTSecret         string
 	TokenTTL          time.Duration
-	Sandbox           bool
+	// RateTimeout is each carrier's deadline when quoting rates.
+	RateTimeout time.Duration
+	Sandbox     bool
 	// SandboxAddr is where `fos dev` serves the sandbox platforms and carriers.
 	SandboxAddr string
 	// SandboxURL is the base URL adapters use when Sandbox is on.
@@ -100,6 +102,12 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 		p = append(p, fmt.Sprintf("FOS_TOKEN_TTL=%q: must be a positive duration such as 12h", ttl))
 	} else {
 		c.TokenTTL = d
+	}
+	rt := get("FOS_RATE_TIMEOUT", "10s")
+	if d, err := time.ParseDuration(rt); err != nil || d <= 0 {
+		p = append(p, fmt.Sprintf("FOS_RATE_TIMEOUT=%q: must be a positive duration such as 10s", rt))
+	} else {
+		c.RateTimeout = d
 	}
 	needsDB := mode == ModeServe || mode == ModeWorker || mode == ModeMigrate
 	if c.DatabaseURL == "" && needsDB {

@@ -78,15 +78,16 @@ func newMailer(cfg config.Config, log *slog.Logger) (email.Sender, error) {
 
 func apiDeps(svc *services, mailer email.Sender) api.Deps {
 	return api.Deps{
-		Store:     svc.store,
-		Logger:    svc.log,
-		Tokens:    auth.Tokens{Secret: []byte(svc.cfg.JWTSecret), TTL: svc.cfg.TokenTTL},
-		Secrets:   svc.secrets,
-		Carriers:  carrierRegistry(svc.cfg),
-		Temporal:  svc.temporal,
-		TaskQueue: svc.cfg.TaskQueue,
-		Mailer:    mailer,
-		BaseURL:   svc.cfg.BaseURL,
+		Store:       svc.store,
+		Logger:      svc.log,
+		Tokens:      auth.Tokens{Secret: []byte(svc.cfg.JWTSecret), TTL: svc.cfg.TokenTTL},
+		Secrets:     svc.secrets,
+		Carriers:    carrierRegistry(svc.cfg),
+		RateTimeout: svc.cfg.RateTimeout,
+		Temporal:    svc.temporal,
+		TaskQueue:   svc.cfg.TaskQueue,
+		Mailer:      mailer,
+		BaseURL:     svc.cfg.BaseURL,
 	}
 }
 
