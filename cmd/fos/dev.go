@@ -111,6 +111,9 @@ func runDev(ctx context.Context, args []string) error {
 		return fmt.Errorf("register the OrganizationId search attribute: %w", err)
 	}
 	svc := &services{cfg: cfg, log: log, store: st, secrets: box, temporal: tc}
+	if err := ensureSchedules(ctx, svc); err != nil {
+		return err
+	}
 
 	w := newWorker(svc)
 	if err := w.Start(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -30,6 +31,9 @@ func runWorker(ctx context.Context) error {
 		// The operator may have registered it already with rights we lack.
 		log.Warn("could not ensure the OrganizationId search attribute", "error", err)
 	}
+	if err := ensureSchedules(ctx, svc); err != nil {
+		return err
+	}
 	w := newWorker(svc)
 	log.Info("worker starting", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
 	return w.Run(interruptOn(ctx))
@@ -53,6 +57,15 @@ func platformRegistry(cfg config.Config, log *slog.Logger) *platforms.Registry {
 		log.Warn("FOS_SANDBOX=0 but no real platform adapters exist yet; bridges talk to the sandbox", "sandbox_url", cfg.SandboxURL)
 	}
 	return platforms.NewSandboxRegistry(cfg.SandboxURL, &http.Client{Timeout: 30 * time.Second})
+}
+
+// ensureSchedules creates or updates the Temporal Schedules the service
+// runs on (idempotent; every worker may call it at start).
+func ensureSchedules(ctx context.Context, svc *services) error {
+	if err := worker.EnsureTrackingSchedule(ctx, svc.temporal, svc.cfg.TaskQueue, 0); err != nil {
+		return fmt.Errorf("tracking schedule: %w", err)
+	}
+	return nil
 }
 
 // carrierRegistry builds the carrier adapters: the real carriers' APIs, or
