@@ -1,6 +1,1291 @@
 package api
 
-import "github.com/go-chi/chi/v5"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
+)
 
 // mountShipments registers the shipment, label and shipment action endpoints.
-func (s *Server) mountShipments(r chi.Router) {}
+//
+// Creating a shipment buys its label inside the request (the carrier is
+// called in real time, like pickups): the shipment row is inserted as
+// pending first, the label is bought with the shipment id as the carrier
+// reference (so the retries of a transient failure cannot buy twice), and
+// the row moves to label_created with the label stored. A carrier refusal
+// deletes the pending row and answers 502 carrier_error.
+//
+// Extensions: GET /shipments/{id}/label serves the label document (label_url),
+// GET /shipments/{id}/actions and /actions/{actionId} read action records.
+func (s *Server) mountShipments(r chi.Router) {
+	read := r.With(s.scope("shipments:read"))
+	write := r.With(s.scope("shipments:write"))
+	read.Get("/shipments", s.h(s.listShipments))
+	write.Post("/shipments", s.h(s.createShipment))
+	read.Get("/shipments/{id}", s.h(s.getShipment))
+	write.Patch("/shipments/{id}", s.h(s.updateShipment))
+	write.Delete("/shipments/{id}", s.h(s.deleteShipment))
+	read.Get("/shipments/{id}/label", s.h(s.getShipmentLabel))
+	write.Post("/shipments/{id}/actions", s.h(s.createShipmentAction))
+	read.Get("/shipments/{id}/actions", s.h(s.listShipmentActions))
+	read.Get("/shipments/{id}/actions/{actionId}", s.h(s.getShipmentAction))
+}
+
+// Bounds the specification leaves open.
+const (
+	shipmentMaxParcels       = 50
+	shipmentMaxDimension     = 1000   // in or cm
+	shipmentMaxWeight        = 10_000 // lb or kg
+	shipmentMaxServiceLen    = 100
+	shipmentMaxTrackingLen   = 100
+	shipmentMaxAddressField  = 255
+	shipmentActionMaxTextLen = 500
+	// shipmentLabelAttempts bounds the label purchase: transient carrier
+	// failures are retried with the same reference.
+	shipmentLabelAttempts = 3
+	// shipmentCarrierTimeout bounds one carrier call; shipmentWorkTimeout
+	// the whole purchase (every attempt plus the writes).
+	shipmentCarrierTimeout = 30 * time.Second
+	shipmentWorkTimeout    = 100 * time.Second
+)
+
+// shipmentLabelBackoff is the pause before the n-th retry of a label
+// purchase (a variable so tests can shorten it).
+var shipmentLabelBackoff = func(n int) time.Duration { return time.Duration(n) * 300 * time.Millisecond }
+
+// --- JSON shapes (snake_case) ---
+
+// shipmentRateJSON is the price the carrier charged for the label.
+type shipmentRateJSON struct {
+	Amount   float64 `json:"amount"`
+	Currency string  `json:"currency"`
+}
+
+// shipmentListItemJSON is the list item: exactly the specification's
+// fields, plus the included bridge and order.
+type shipmentListItemJSON struct {
+	ID             uuid.UUID         `json:"id"`
+	OrderID        *uuid.UUID        `json:"order_id"`
+	Status         string            `json:"status"`
+	Carrier        string            `json:"carrier"`
+	Service        string            `json:"service"`
+	TrackingNumber *string           `json:"tracking_number"`
+	LabelURL       *string           `json:"label_url"`
+	Rate           *shipmentRateJSON `json:"rate"`
+	ShipDate       *string           `json:"ship_date"`
+	CreatedAt      time.Time         `json:"created_at"`
+	// Present only when included; null when the bridge or order is gone.
+	Bridge json.RawMessage `json:"bridge,omitempty"`
+	Order  json.RawMessage `json:"order,omitempty"`
+}
+
+// shipmentLabelJSON describes the stored label document.
+type shipmentLabelJSON struct {
+	Format      string `json:"format"`
+	ContentType string `json:"content_type"`
+}
+
+// shipmentJSON is the full shipment (get-one, create, update).
+type shipmentJSON struct {
+	ID               uuid.UUID          `json:"id"`
+	OrderID          *uuid.UUID         `json:"order_id"`
+	BridgeID         *uuid.UUID         `json:"bridge_id"`
+	CarrierAccountID *uuid.UUID         `json:"carrier_account_id"`
+	Status           string             `json:"status"`
+	Carrier          string             `json:"carrier"`
+	Service          string             `json:"service"`
+	TrackingNumber   *string            `json:"tracking_number"`
+	LabelURL         *string            `json:"label_url"`
+	Rate             *shipmentRateJSON  `json:"rate"`
+	ShipDate         *string            `json:"ship_date"`
+	ShipFrom         json.RawMessage    `json:"ship_from"`
+	ShipTo           json.RawMessage    `json:"ship_to"`
+	Parcels          json.RawMessage    `json:"parcels"`
+	Metadata         json.RawMessage    `json:"metadata"`
+	Label            *shipmentLabelJSON `json:"label"`
+	CreatedAt        time.Time          `json:"created_at"`
+	UpdatedAt        time.Time          `json:"updated_at"`
+	Bridge           json.RawMessage    `json:"bridge,omitempty"`
+	Order            json.RawMessage    `json:"order,omitempty"`
+}
+
+// shipmentOrderJSON is the order of include=order.
+type shipmentOrderJSON struct {
+	ID          uuid.UUID             `json:"id"`
+	OrderNumber *string               `json:"order_number"`
+	ExternalID  string                `json:"external_id"`
+	Status      string                `json:"status"`
+	Customer    orderListCustomerJSON `json:"customer"`
+	Total       float64               `json:"total"`
+	Currency    string                `json:"currency"`
+	BridgeID    *uuid.UUID            `json:"bridge_id"`
+	CreatedAt   time.Time             `json:"created_at"`
+}
+
+func (s *Server) shipmentLabelURL(sh store.Shipment) *string {
+	if !sh.HasLabel() {
+		return nil
+	}
+	u := strings.TrimRight(s.baseURL, "/") + "/api/v1/shipments/" + sh.ID.String() + "/label"
+	return &u
+}
+
+func shipmentRate(sh store.Shipment) *shipmentRateJSON {
+	if sh.RateAmount == nil {
+		return nil
+	}
+	cur := "USD"
+	if sh.RateCurrency != nil && *sh.RateCurrency != "" {
+		cur = *sh.RateCurrency
+	}
+	return &shipmentRateJSON{Amount: *sh.RateAmount, Currency: cur}
+}
+
+func shipmentDate(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	d := t.Format("2006-01-02")
+	return &d
+}
+
+func shipmentRaw(raw json.RawMessage, empty string) json.RawMessage {
+	if len(raw) == 0 {
+		return json.RawMessage(empty)
+	}
+	return raw
+}
+
+func (s *Server) toShipmentListItemJSON(sh store.Shipment) shipmentListItemJSON {
+	return shipmentListItemJSON{
+		ID: sh.ID, OrderID: sh.OrderID, Status: sh.Status, Carrier: sh.Carrier, Service: sh.Service,
+		TrackingNumber: sh.TrackingNumber, LabelURL: s.shipmentLabelURL(sh), Rate: shipmentRate(sh),
+		ShipDate: shipmentDate(sh.ShipDate), CreatedAt: sh.CreatedAt,
+	}
+}
+
+func (s *Server) toShipmentJSON(sh store.Shipment) shipmentJSON {
+	out := shipmentJSON{
+		ID: sh.ID, OrderID: sh.OrderID, BridgeID: sh.BridgeID, CarrierAccountID: sh.CarrierAccountID,
+		Status: sh.Status, Carrier: sh.Carrier, Service: sh.Service, TrackingNumber: sh.TrackingNumber,
+		LabelURL: s.shipmentLabelURL(sh), Rate: shipmentRate(sh), ShipDate: shipmentDate(sh.ShipDate),
+		ShipFrom: shipmentRaw(sh.ShipFrom, "null"), ShipTo: shipmentRaw(sh.ShipTo, "null"),
+		Parcels: shipmentRaw(sh.Parcels, "[]"), Metadata: shipmentRaw(sh.Metadata, "{}"),
+		CreatedAt: sh.CreatedAt, UpdatedAt: sh.UpdatedAt,
+	}
+	if sh.HasLabel() {
+		out.Label = &shipmentLabelJSON{Format: *sh.LabelFormat, ContentType: deref(sh.LabelContentType)}
+	}
+	return out
+}
+
+// --- include ---
+
+type shipmentInclude struct{ bridge, order bool }
+
+// parseShipmentInclude reads include=bridge,order; anything else is 400.
+func parseShipmentInclude(r *http.Request) (shipmentInclude, error) {
+	var inc shipmentInclude
+	for _, part := range strings.Split(r.URL.Query().Get("include"), ",") {
+		switch strings.TrimSpace(part) {
+		case "":
+		case "bridge":
+			inc.bridge = true
+		case "order":
+			inc.order = true
+		default:
+			return inc, errValidation(FieldError{Field: "include", Message: "must be a comma-separated list of bridge, order"})
+		}
+	}
+	return inc, nil
+}
+
+// shipmentIncludes loads the bridges and orders of shipments, each kind in
+// one query.
+type shipmentIncludes struct {
+	bridges map[uuid.UUID]store.OrderBridge
+	orders  map[uuid.UUID]store.ShipmentOrder
+}
+
+func (s *Server) loadShipmentIncludes(ctx context.Context, orgID uuid.UUID, inc shipmentInclude, list []store.Shipment) (shipmentIncludes, error) {
+	var out shipmentIncludes
+	var err error
+	if inc.bridge {
+		if out.bridges, err = store.OrderBridges(ctx, s.store.Pool, orgID, shipmentUniqueIDs(list, func(sh store.Shipment) *uuid.UUID { return sh.BridgeID })); err != nil {
+			return out, err
+		}
+	}
+	if inc.order {
+		if out.orders, err = store.ShipmentOrders(ctx, s.store.Pool, orgID, shipmentUniqueIDs(list, func(sh store.Shipment) *uuid.UUID { return sh.OrderID })); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func shipmentUniqueIDs(list []store.Shipment, id func(store.Shipment) *uuid.UUID) []uuid.UUID {
+	seen := map[uuid.UUID]bool{}
+	out := make([]uuid.UUID, 0, len(list))
+	for _, sh := range list {
+		if v := id(sh); v != nil && !seen[*v] {
+			seen[*v] = true
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+func (inc shipmentIncludes) bridge(id *uuid.UUID) json.RawMessage {
+	return orderBridgeOf(inc.bridges, id)
+}
+
+func (inc shipmentIncludes) order(id *uuid.UUID) json.RawMessage {
+	if id == nil {
+		return json.RawMessage(`null`)
+	}
+	o, ok := inc.orders[*id]
+	if !ok {
+		return json.RawMessage(`null`)
+	}
+	return orderJSONOf(shipmentOrderJSON{
+		ID: o.ID, OrderNumber: o.OrderNumber, ExternalID: o.ExternalID, Status: o.Status,
+		Customer: orderListCustomerJSON{Name: orderNullable(o.CustomerName), Email: o.CustomerEmail},
+		Total:    o.Total, Currency: o.Currency, BridgeID: o.BridgeID, CreatedAt: o.CreatedAt,
+	})
+}
+
+// --- list and get ---
+
+func (s *Server) listShipments(w http.ResponseWriter, r *http.Request) error {
+	var details []FieldError
+	collect := func(err error) {
+		var apiErr *Error
+		if errors.As(err, &apiErr) {
+			details = append(details, apiErr.Details...)
+		}
+	}
+	page, err := parsePage(r, 20, 100)
+	collect(err)
+	status, err := queryEnum(r, "status", store.ShipmentStatuses...)
+	collect(err)
+	orderID, err := queryUUID(r, "order_id")
+	collect(err)
+	carrier, err := queryEnum(r, "carrier", carriers.Codes()...)
+	collect(err)
+	sort, err := parseSort(r, store.ShipmentSortColumns, "created_at", true)
+	collect(err)
+	inc, err := parseShipmentInclude(r)
+	collect(err)
+	if len(details) > 0 {
+		return errValidation(details...)
+	}
+	sortField := r.URL.Query().Get("sort")
+	if sortField == "" {
+		sortField = "created_at"
+	}
+	orgID := mustPrincipal(r).OrganizationID
+	list, total, err := store.ListShipments(r.Context(), s.store.Pool, orgID, store.ShipmentListParams{
+		Filter: store.ShipmentFilter{Status: status, OrderID: orderID, Carrier: carrier},
+		Sort:   sortField, Desc: sort.Desc, Limit: page.Limit, Offset: page.Offset(),
+	})
+	if err != nil {
+		return err
+	}
+	incs, err := s.loadShipmentIncludes(r.Context(), orgID, inc, list)
+	if err != nil {
+		return err
+	}
+	out := make([]shipmentListItemJSON, 0, len(list))
+	for _, sh := range list {
+		j := s.toShipmentListItemJSON(sh)
+		if inc.bridge {
+			j.Bridge = incs.bridge(sh.BridgeID)
+		}
+		if inc.order {
+			j.Order = incs.order(sh.OrderID)
+		}
+		out = append(out, j)
+	}
+	writeList(w, out, page, total)
+	return nil
+}
+
+func (s *Server) getShipment(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "shipment")
+	if err != nil {
+		return err
+	}
+	inc, err := parseShipmentInclude(r)
+	if err != nil {
+		return err
+	}
+	orgID := mustPrincipal(r).OrganizationID
+	sh, err := store.ShipmentByID(r.Context(), s.store.Pool, orgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("shipment")
+	}
+	if err != nil {
+		return err
+	}
+	out := s.toShipmentJSON(sh)
+	if inc.bridge || inc.order {
+		incs, err := s.loadShipmentIncludes(r.Context(), orgID, inc, []store.Shipment{sh})
+		if err != nil {
+			return err
+		}
+		if inc.bridge {
+			out.Bridge = incs.bridge(sh.BridgeID)
+		}
+		if inc.order {
+			out.Order = incs.order(sh.OrderID)
+		}
+	}
+	writeData(w, http.StatusOK, out)
+	return nil
+}
+
+// getShipmentLabel serves the label document (label_url) with its content
+// type: application/pdf or application/x-zpl. A label of several packages
+// serves one package's label with ?piece=N (1-based; the default is the
+// first package's PDF, or every package's ZPL one after the other).
+func (s *Server) getShipmentLabel(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "shipment")
+	if err != nil {
+		return err
+	}
+	l, err := store.ShipmentLabel(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("shipment label")
+	}
+	if err != nil {
+		return err
+	}
+	doc := l.Document
+	suffix := ""
+	if v := r.URL.Query().Get("piece"); v != "" {
+		n, err := strconv.Atoi(v)
+		pieces := max(len(l.PieceDocuments), 1)
+		if err != nil || n < 1 || n > pieces {
+			return errValidation(FieldError{Field: "piece", Message: fmt.Sprintf("must be an integer from 1 to %d", pieces)})
+		}
+		if len(l.PieceDocuments) > 0 {
+			doc = l.PieceDocuments[n-1]
+			suffix = "-" + strconv.Itoa(n)
+		}
+	}
+	ext := ".pdf"
+	if l.Format == carriers.FormatZPL {
+		ext = ".zpl"
+	}
+	w.Header().Set("Content-Type", l.ContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+	w.Header().Set("Content-Disposition", `inline; filename="label-`+id.String()+suffix+ext+`"`)
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(doc)
+	return nil
+}
+
+// --- create ---
+
+// shipmentAddress is a ship-from or ship-to address as a shipment stores
+// and shows it: street, city, state (province code), zip and country (ISO
+// 3166 alpha-2), with optional name, company, phone and street2. Empty
+// fields are null.
+type shipmentAddress struct {
+	Name    string
+	Company string
+	Phone   string
+	Street  string
+	Street2 string
+	City    string
+	State   string
+	Zip     string
+	Country string
+}
+
+func (a shipmentAddress) MarshalJSON() ([]byte, error) {
+	n := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return json.Marshal(struct {
+		Name    *string `json:"name"`
+		Company *string `json:"company"`
+		Phone   *string `json:"phone"`
+		Street  *string `json:"street"`
+		Street2 *string `json:"street2"`
+		City    *string `json:"city"`
+		State   *string `json:"state"`
+		Zip     *string `json:"zip"`
+		Country *string `json:"country"`
+	}{n(a.Name), n(a.Company), n(a.Phone), n(a.Street), n(a.Street2), n(a.City), n(a.State), n(a.Zip), n(a.Country)})
+}
+
+func (a shipmentAddress) carrier() carriers.Address {
+	return carriers.Address{Name: a.Name, Company: a.Company, Phone: a.Phone, Address1: a.Street, Address2: a.Street2,
+		City: a.City, ProvinceCode: a.State, CountryCode: a.Country, Zip: a.Zip}
+}
+
+// shipmentAddressOf reads an address object whatever naming its source
+// used (street/address1/line1, state/provinceCode/province,
+// zip/postalCode, country/countryCode, …). The country defaults to US.
+func shipmentAddressOf(m map[string]any) shipmentAddress {
+	pick := func(keys ...string) string {
+		for _, k := range keys {
+			if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+				return strings.TrimSpace(s)
+			}
+		}
+		return ""
+	}
+	a := shipmentAddress{
+		Name:    pick("name", "full_name", "fullName"),
+		Company: pick("company", "company_name", "companyName"),
+		Phone:   pick("phone", "phone_number", "phoneNumber"),
+		Street:  pick("street", "address1", "address_1", "street1", "line1", "addressLine1", "address_line1", "address"),
+		Street2: pick("street2", "address2", "address_2", "line2", "addressLine2", "address_line2"),
+		City:    pick("city", "town", "locality"),
+		State:   pick("state", "provinceCode", "province_code", "stateCode", "state_code", "province", "region"),
+		Zip:     pick("zip", "postalCode", "postal_code", "zipCode", "zip_code", "postcode"),
+	}
+	if a.Name == "" {
+		a.Name = strings.TrimSpace(pick("first_name", "firstName") + " " + pick("last_name", "lastName"))
+	}
+	country := pick("country_code", "countryCode", "country")
+	a.Country = "US"
+	if country != "" {
+		a.Country = shipmentCountryCode(country)
+		if a.Country == "" {
+			a.Country = country // reported as invalid by check
+		}
+	}
+	if len(a.State) == 2 {
+		a.State = strings.ToUpper(a.State)
+	}
+	return a
+}
+
+// check adds a field error under prefix for every missing or invalid part.
+func (a shipmentAddress) check(v *validator, prefix string) {
+	for _, f := range []struct{ name, val string }{{"street", a.Street}, {"city", a.City}, {"zip", a.Zip}} {
+		if f.val == "" {
+			v.add(prefix+"."+f.name, "is required")
+		}
+	}
+	if shipmentCountryCode(a.Country) != a.Country {
+		v.add(prefix+".country", "must be a two-letter country code")
+	}
+	if (a.Country == "US" || a.Country == "CA") && a.State == "" {
+		v.add(prefix+".state", "is required for "+a.Country+" addresses")
+	}
+	for _, f := range []struct{ name, val string }{{"name", a.Name}, {"company", a.Company}, {"phone", a.Phone},
+		{"street", a.Street}, {"street2", a.Street2}, {"city", a.City}, {"state", a.State}, {"zip", a.Zip}} {
+		v.maxLen(prefix+"."+f.name, f.val, shipmentMaxAddressField)
+	}
+}
+
+// shipmentCountryCode is the ISO 3166 alpha-2 code of a code or a few
+// common country names; "" when unknown.
+func shipmentCountryCode(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) == 2 && strings.IndexFunc(s, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') }) < 0 {
+		return strings.ToUpper(s)
+	}
+	switch strings.ToLower(s) {
+	case "usa", "united states", "united states of america":
+		return "US"
+	case "can", "canada":
+		return "CA"
+	case "mex", "mexico":
+		return "MX"
+	case "gbr", "united kingdom", "great britain":
+		return "GB"
+	}
+	return ""
+}
+
+// shipmentParcel is one parcel. Unit lb means pounds and inches, kg
+// kilograms and centimetres (imperial and metric are accepted as aliases).
+type shipmentParcel struct {
+	Length float64 `json:"length"`
+	Width  float64 `json:"width"`
+	Height float64 `json:"height"`
+	Weight float64 `json:"weight"`
+	Unit   string  `json:"unit"`
+}
+
+func (p shipmentParcel) carrier() carriers.Package {
+	dim := carriers.UnitIN
+	if p.Unit == carriers.UnitKG {
+		dim = carriers.UnitCM
+	}
+	return carriers.Package{Weight: carriers.Weight{Value: p.Weight, Unit: p.Unit}, Length: p.Length, Width: p.Width,
+		Height: p.Height, DimensionUnit: dim}
+}
+
+// shipmentCreate is a validated create body.
+type shipmentCreate struct {
+	orderID, accountID uuid.UUID
+	service            string
+	parcels            []shipmentParcel
+	shipFrom           *shipmentAddress
+	shipDate           time.Time
+	metadata           json.RawMessage
+	format             string
+}
+
+// parseCreateShipment validates a create body, naming every problem at once.
+func parseCreateShipment(body orderBody) (shipmentCreate, error) {
+	var v validator
+	f := orderFields{v: &v, m: body}
+	var c shipmentCreate
+	c.orderID = shipmentUUIDField(f, "order_id")
+	c.accountID = shipmentUUIDField(f, "carrier_account_id")
+	if svc := f.str("service", true, shipmentMaxServiceLen); svc != nil {
+		c.service = *svc
+	}
+	c.parcels = shipmentParcels(f, "parcels")
+	if from, ok := f.object("ship_from", false); ok {
+		a := shipmentAddressOf(from.m)
+		a.check(&v, "ship_from")
+		c.shipFrom = &a
+	}
+	c.shipDate = shipmentToday()
+	if d := f.str("ship_date", false, 64); d != nil {
+		t, ok := shipmentParseDate(*d)
+		if !ok {
+			v.add("ship_date", "must be an ISO 8601 date (YYYY-MM-DD)")
+		}
+		c.shipDate = t
+	}
+	c.metadata = f.rawObject("metadata", false)
+	c.format = carriers.FormatPDF
+	if lf := f.str("label_format", false, 10); lf != nil {
+		c.format = strings.ToUpper(*lf)
+		v.oneOf("label_format", c.format, carriers.FormatPDF, carriers.FormatZPL)
+	}
+	return c, v.err()
+}
+
+func shipmentUUIDField(f orderFields, key string) uuid.UUID {
+	s := f.str(key, true, 100)
+	if s == nil {
+		return uuid.Nil
+	}
+	id, err := uuid.Parse(*s)
+	if err != nil {
+		f.v.add(f.name(key), "must be a UUID")
+		return uuid.Nil
+	}
+	return id
+}
+
+// shipmentToday is the current UTC date.
+func shipmentToday() time.Time {
+	t := time.Now().UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+}
+
+// shipmentParseDate reads a date (YYYY-MM-DD) or a timestamp (its date as
+// written).
+func shipmentParseDate(s string) (time.Time, bool) {
+	t, ok := parseOrderTime(s)
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC), true
+}
+
+// shipmentParcels is the required array of 1-50 parcels.
+func shipmentParcels(f orderFields, key string) []shipmentParcel {
+	raw, ok := f.get(key, true)
+	if !ok {
+		return nil
+	}
+	arr, isArr := raw.([]any)
+	switch {
+	case !isArr:
+		f.v.add(key, "must be an array")
+		return nil
+	case len(arr) == 0:
+		f.v.add(key, "must contain at least one parcel")
+		return nil
+	case len(arr) > shipmentMaxParcels:
+		f.v.add(key, fmt.Sprintf("must contain at most %d parcels", shipmentMaxParcels))
+		return nil
+	}
+	out := make([]shipmentParcel, 0, len(arr))
+	for i, it := range arr {
+		path := fmt.Sprintf("%s[%d]", key, i)
+		m, isObj := it.(map[string]any)
+		if !isObj {
+			f.v.add(path, "must be an object")
+			continue
+		}
+		pf := orderFields{v: f.v, path: path, m: m}
+		var p shipmentParcel
+		p.Length = shipmentPositive(pf, "length", shipmentMaxDimension)
+		p.Width = shipmentPositive(pf, "width", shipmentMaxDimension)
+		p.Height = shipmentPositive(pf, "height", shipmentMaxDimension)
+		p.Weight = shipmentPositive(pf, "weight", shipmentMaxWeight)
+		switch u := strings.ToLower(deref(pf.str("unit", true, 20))); u {
+		case "":
+		case "lb", "imperial":
+			p.Unit = carriers.UnitLB
+		case "kg", "metric":
+			p.Unit = carriers.UnitKG
+		default:
+			f.v.add(path+".unit", "must be lb (pounds and inches) or kg (kilograms and centimetres)")
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// shipmentPositive is a required number above 0 and at most hi.
+func shipmentPositive(f orderFields, key string, hi float64) float64 {
+	raw, ok := f.get(key, true)
+	if !ok {
+		return 0
+	}
+	n, isNum := orderNumber(raw)
+	if !isNum || n <= 0 || n > hi || math.IsNaN(n) {
+		f.v.add(f.name(key), fmt.Sprintf("must be a number above 0 and at most %g", hi))
+		return 0
+	}
+	return n
+}
+
+// shipmentShipTo is the order's shipping address as a ship-to address:
+// 400 when the order has none or it lacks what a carrier needs.
+func shipmentShipTo(o store.Order) (shipmentAddress, error) {
+	var m map[string]any
+	if len(o.ShippingAddress) > 0 {
+		_ = json.Unmarshal(o.ShippingAddress, &m)
+	}
+	if len(m) == 0 {
+		return shipmentAddress{}, errBadRequest("missing_shipping_address", "the order has no shipping address to ship to")
+	}
+	a := shipmentAddressOf(m)
+	if a.Name == "" {
+		a.Name = strings.TrimSpace(o.CustomerName)
+	}
+	if a.Phone == "" {
+		var c map[string]any
+		if json.Unmarshal(o.Customer, &c) == nil {
+			if p, ok := c["phone"].(string); ok {
+				a.Phone = strings.TrimSpace(p)
+			}
+		}
+	}
+	var v validator
+	a.check(&v, "order.shipping_address")
+	if !v.ok() {
+		e := errValidation(v.details...)
+		e.Code = "invalid_shipping_address"
+		e.Message = "the order's shipping address cannot be shipped to: " + e.Message
+		return a, e
+	}
+	return a, nil
+}
+
+// defaultShipFrom is the ship-from address of a shipment that names none:
+// the order's bridge location, else the organization's default location
+// (settings.default_location_id), else its oldest manual location.
+func (s *Server) defaultShipFrom(ctx context.Context, orgID uuid.UUID, bridgeID *uuid.UUID) (shipmentAddress, error) {
+	l, _, err := store.OriginLocation(ctx, s.store.Pool, orgID, bridgeID)
+	if errors.Is(err, store.ErrNotFound) {
+		return shipmentAddress{}, errValidation(FieldError{Field: "ship_from", Message: "is required: the organization has no location to ship from"})
+	}
+	if err != nil {
+		return shipmentAddress{}, err
+	}
+	a := shipmentAddress{Company: l.Name, Street: deref(l.Street), City: deref(l.City), State: deref(l.Province),
+		Zip: deref(l.Zip), Country: "US"}
+	if c := strings.TrimSpace(deref(l.Country)); c != "" {
+		a.Country = shipmentCountryCode(c)
+		if a.Country == "" {
+			a.Country = c
+		}
+	}
+	if len(a.State) == 2 {
+		a.State = strings.ToUpper(a.State)
+	}
+	var v validator
+	a.check(&v, "ship_from")
+	if !v.ok() {
+		return a, errValidation(FieldError{Field: "ship_from", Message: "is required: location " + l.ID.String() + " (" + l.Name + ") lacks a complete address"})
+	}
+	return a, nil
+}
+
+// shipmentCarrierError is the answer to a failed carrier call: 400 when the
+// carrier does not offer the operation, else 502 carrier_error with the
+// carrier's message (never credentials).
+func shipmentCarrierError(what string, err error) error {
+	if errors.Is(err, carriers.ErrNotSupported) {
+		return errBadRequest("not_supported", err.Error())
+	}
+	msg := err.Error()
+	if ce, ok := carriers.AsError(err); ok {
+		msg = ce.Error()
+	} else if errors.Is(err, context.DeadlineExceeded) {
+		msg = "the carrier did not answer in time"
+	}
+	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + msg}
+}
+
+// shipmentAccount loads a carrier account of the organization for a body
+// field: 400 when it is not the organization's or not active.
+func (s *Server) shipmentAccount(ctx context.Context, orgID, id uuid.UUID, field string) (store.CarrierAccount, error) {
+	acct, err := store.CarrierAccountByID(ctx, s.store.Pool, orgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return acct, errValidation(FieldError{Field: field, Message: "must be a carrier account of this organization"})
+	}
+	if err != nil {
+		return acct, err
+	}
+	if acct.Status != store.CarrierAccountActive {
+		return acct, errBadRequest("carrier_account_not_active", fmt.Sprintf("carrier account %q is %s; only an active account can be used", acct.Name, acct.Status))
+	}
+	return acct, nil
+}
+
+// shipmentAdapter returns the account's carrier adapter and its decrypted account.
+func (s *Server) shipmentAdapter(acct store.CarrierAccount) (carriers.Carrier, carriers.Account, error) {
+	if s.carriers == nil {
+		return nil, carriers.Account{}, errors.New("no carrier registry configured")
+	}
+	c, err := s.carriers.Get(acct.Carrier)
+	if err != nil {
+		return nil, carriers.Account{}, err
+	}
+	if s.secrets == nil {
+		return nil, carriers.Account{}, errors.New("no encryption key configured")
+	}
+	a, err := store.AdapterAccount(s.secrets, acct)
+	if err != nil {
+		return nil, carriers.Account{}, fmt.Errorf("open the credentials of carrier account %s: %w", acct.ID, err)
+	}
+	return c, a, nil
+}
+
+func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
+	var body orderBody
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	in, err := parseCreateShipment(body)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	orgID := mustPrincipal(r).OrganizationID
+	order, err := store.OrderByID(ctx, s.store.Pool, orgID, in.orderID)
+	if errors.Is(err, store.ErrNotFound) {
+		return errValidation(FieldError{Field: "order_id", Message: "must be an order of this organization"})
+	}
+	if err != nil {
+		return err
+	}
+	acct, err := s.shipmentAccount(ctx, orgID, in.accountID, "carrier_account_id")
+	if err != nil {
+		return err
+	}
+	if !acct.SupportsLabels {
+		return errBadRequest("labels_not_supported", fmt.Sprintf("carrier account %q (%s) does not support labels", acct.Name, acct.Carrier))
+	}
+	shipTo, err := shipmentShipTo(order)
+	if err != nil {
+		return err
+	}
+	var shipFrom shipmentAddress
+	if in.shipFrom != nil {
+		shipFrom = *in.shipFrom
+	} else if shipFrom, err = s.defaultShipFrom(ctx, orgID, order.BridgeID); err != nil {
+		return err
+	}
+	carrier, adapterAcct, err := s.shipmentAdapter(acct)
+	if err != nil {
+		return err
+	}
+
+	pkgs := make([]carriers.Package, 0, len(in.parcels))
+	for _, p := range in.parcels {
+		pkgs = append(pkgs, p.carrier())
+	}
+	shipDate := in.shipDate
+	sh := store.Shipment{
+		ID: uuid.New(), OrganizationID: orgID, OrderID: &order.ID, CarrierAccountID: &acct.ID,
+		Carrier: acct.Carrier, Service: in.service, ShipDate: &shipDate,
+		ShipFrom: orderJSONOf(shipFrom), ShipTo: orderJSONOf(shipTo), Parcels: orderJSONOf(in.parcels), Metadata: in.metadata,
+	}
+	// From here on the purchase runs to its end even when the client hangs
+	// up: a bought label must be recorded (or voided).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shipmentWorkTimeout)
+	defer cancel()
+	if _, err := store.InsertPendingShipment(wctx, s.store.Pool, sh); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errValidation(FieldError{Field: "order_id", Message: "must be an order of this organization"})
+		}
+		return err
+	}
+	label, err := s.buyShipmentLabel(wctx, carrier, adapterAcct, carriers.LabelRequest{
+		ShipFrom: shipFrom.carrier(), ShipTo: shipTo.carrier(), Packages: pkgs, ServiceType: in.service,
+		ShipDate: shipDate, Format: in.format, Reference: sh.ID.String(),
+	})
+	if err != nil {
+		if delErr := store.DeleteShipment(wctx, s.store.Pool, orgID, sh.ID); delErr != nil && !errors.Is(delErr, store.ErrNotFound) {
+			s.log.ErrorContext(ctx, "delete pending shipment", append(logAttrs(r), "shipment_id", sh.ID, "error", delErr)...)
+		}
+		return shipmentCarrierError(acct.Carrier+" could not create the label", err)
+	}
+	created, err := store.CompleteShipmentLabel(wctx, s.store.Pool, orgID, sh.ID, shipmentLabelDoc(label))
+	if err != nil {
+		// The label is bought but not recorded: void it so it is not billed.
+		if vErr := carrier.VoidLabel(wctx, adapterAcct, label.TrackingNumber); vErr != nil {
+			s.log.ErrorContext(ctx, "void unrecorded label", append(logAttrs(r), "shipment_id", sh.ID, "tracking_number", label.TrackingNumber, "error", vErr.Error())...)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return errConflict("the shipment was deleted while its label was being bought; the label was voided")
+		}
+		return err
+	}
+	s.log.InfoContext(ctx, "label created", append(logAttrs(r), "shipment_id", sh.ID, "carrier", acct.Carrier, "tracking_number", label.TrackingNumber)...)
+	writeData(w, http.StatusCreated, s.toShipmentJSON(created))
+	return nil
+}
+
+// buyShipmentLabel calls CreateLabel, retrying transient failures (network,
+// 429, 5xx) with the same request and reference (the shipment id), so the
+// carrier recognises a retry and does not sell a second label.
+func (s *Server) buyShipmentLabel(ctx context.Context, c carriers.Carrier, acct carriers.Account, req carriers.LabelRequest) (*carriers.Label, error) {
+	var last error
+	for attempt := 0; attempt < shipmentLabelAttempts; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return nil, last
+			case <-time.After(shipmentLabelBackoff(attempt)):
+			}
+		}
+		callCtx, cancel := context.WithTimeout(ctx, shipmentCarrierTimeout)
+		l, err := c.CreateLabel(callCtx, acct, req)
+		cancel()
+		if err == nil {
+			return l, nil
+		}
+		last = err
+		if !carriers.IsRetryable(err) {
+			break
+		}
+	}
+	return nil, last
+}
+
+// shipmentLabelDoc is what the store keeps of a bought label.
+func shipmentLabelDoc(l *carriers.Label) store.ShipmentLabelDoc {
+	cur := l.Currency
+	if cur == "" {
+		cur = "USD"
+	}
+	doc := store.ShipmentLabelDoc{
+		TrackingNumber: l.TrackingNumber, RateAmount: math.Round(l.TotalPrice*100) / 100, RateCurrency: cur,
+		Format: l.Format, ContentType: l.ContentType, Document: l.Document,
+	}
+	if doc.Format == "" {
+		doc.Format = carriers.FormatPDF
+	}
+	if doc.ContentType == "" {
+		doc.ContentType = "application/pdf"
+		if doc.Format == carriers.FormatZPL {
+			doc.ContentType = "application/x-zpl"
+		}
+	}
+	if !l.ShipDate.IsZero() {
+		d := l.ShipDate
+		doc.ShipDate = &d
+	}
+	if len(l.Pieces) > 1 {
+		for _, p := range l.Pieces {
+			doc.TrackingNumbers = append(doc.TrackingNumbers, p.TrackingNumber)
+			doc.Pieces = append(doc.Pieces, p.Document)
+		}
+		if doc.Format == carriers.FormatZPL {
+			// ZPL labels print one after the other from one stream.
+			doc.Document = bytes.Join(doc.Pieces, []byte("\n"))
+		}
+	}
+	if len(doc.Document) == 0 && len(l.Pieces) > 0 {
+		doc.Document = l.Pieces[0].Document
+	}
+	doc.CarrierResponse = orderJSONOf(map[string]any{
+		"serviceType": l.ServiceType, "serviceName": l.ServiceName, "zone": l.Zone,
+		"estimatedDelivery": l.EstimatedDelivery, "breakdown": l.Breakdown, "trackingNumbers": doc.TrackingNumbers,
+		"raw": json.RawMessage(shipmentRaw(l.Raw, "null")),
+	})
+	return doc
+}
+
+// --- update ---
+
+// updateShipment applies status, tracking_number and metadata. The
+// specification leaves shipment status moves open: any status may be set
+// (tracking moves it too). metadata is merged one level deep (keys
+// overwrite, null removes a key); tracking_number null clears it. carrier
+// and service are fixed once the label is bought: sending another value is
+// 400 validation_error (the same value is accepted).
+func (s *Server) updateShipment(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "shipment")
+	if err != nil {
+		return err
+	}
+	var body orderBody
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	orgID := mustPrincipal(r).OrganizationID
+	cur, err := store.ShipmentByID(r.Context(), s.store.Pool, orgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("shipment")
+	}
+	if err != nil {
+		return err
+	}
+	var v validator
+	f := orderFields{v: &v, m: body}
+	var p store.ShipmentPatch
+	if _, ok := body["status"]; ok {
+		st := f.enum("status", true, "", store.ShipmentStatuses)
+		p.Status = &st
+	}
+	if _, ok := body["tracking_number"]; ok {
+		tn := f.str("tracking_number", false, shipmentMaxTrackingLen)
+		p.TrackingNumber = &tn
+	}
+	if _, ok := body["metadata"]; ok {
+		if m, ok := f.object("metadata", true); ok {
+			p.Metadata = m.m
+		}
+	}
+	for _, fixed := range []struct{ key, cur string }{{"carrier", cur.Carrier}, {"service", cur.Service}} {
+		if _, ok := body[fixed.key]; !ok {
+			continue
+		}
+		if sv, isStr := body[fixed.key].(string); !isStr || strings.TrimSpace(sv) != fixed.cur {
+			v.add(fixed.key, "cannot be changed: the shipment's label was generated for "+fixed.cur)
+		}
+	}
+	if err := v.err(); err != nil {
+		return err
+	}
+	sh, err := store.PatchShipment(r.Context(), s.store, orgID, id, p)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("shipment")
+	}
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, s.toShipmentJSON(sh))
+	return nil
+}
+
+// --- delete ---
+
+// deleteShipment deletes a shipment for good. A label that is bought but
+// not yet moving (label_created) is voided with the carrier first; a
+// carrier refusal is 502 and the shipment stays. A shipment whose carrier
+// account was deleted cannot be voided and is deleted as it is; one already
+// moving (or delivered) has nothing left to void.
+func (s *Server) deleteShipment(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "shipment")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	orgID := mustPrincipal(r).OrganizationID
+	sh, err := store.ShipmentByID(ctx, s.store.Pool, orgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("shipment")
+	}
+	if err != nil {
+		return err
+	}
+	if sh.Status == store.ShipmentLabelCreated && sh.TrackingNumber != nil && *sh.TrackingNumber != "" && sh.CarrierAccountID != nil {
+		acct, err := store.CarrierAccountByID(ctx, s.store.Pool, orgID, *sh.CarrierAccountID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			carrier, adapterAcct, err := s.shipmentAdapter(acct)
+			if err != nil {
+				return err
+			}
+			vctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shipmentCarrierTimeout)
+			defer cancel()
+			// A number the carrier does not know has nothing to void.
+			if err := carrier.VoidLabel(vctx, adapterAcct, *sh.TrackingNumber); err != nil && !errors.Is(err, carriers.ErrNotFound) {
+				return shipmentCarrierError(acct.Carrier+" refused to void the label", err)
+			}
+		}
+	}
+	err = store.DeleteShipment(ctx, s.store.Pool, orgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("shipment")
+	}
+	if err != nil {
+		return err
+	}
+	writeSuccess(w)
+	return nil
+}
+
+// --- actions ---
+
+// shipmentActionTypes are the action types, and the reasons of a hold.
+var (
+	shipmentActionTypes = []string{carriers.ActionHold, carriers.ActionRedirect, carriers.ActionRedeliver, carriers.ActionInstructions}
+	shipmentHoldReasons = []string{"customer_request", "address_issue", "payment_issue", "inventory_issue", "other"}
+)
+
+// shipmentActionStatus is the status of an accepted action request: the
+// carrier is told asynchronously.
+const shipmentActionStatus = http.StatusAccepted
+
+// shipmentActionCreatedJSON is the answer to an action request.
+type shipmentActionCreatedJSON struct {
+	ActionID uuid.UUID `json:"actionId"`
+	Status   string    `json:"status"`
+}
+
+// shipmentActionJSON is an action record (extension: GET .../actions).
+type shipmentActionJSON struct {
+	ActionID           uuid.UUID       `json:"actionId"`
+	ShipmentID         uuid.UUID       `json:"shipmentId"`
+	ActionType         string          `json:"actionType"`
+	Status             string          `json:"status"`
+	Config             json.RawMessage `json:"config"`
+	ShipmentStatus     string          `json:"shipmentStatus"`
+	ConfirmationNumber *string         `json:"confirmationNumber"`
+	Messages           []string        `json:"messages"`
+	Error              *string         `json:"error"`
+	CreatedAt          time.Time       `json:"createdAt"`
+	UpdatedAt          time.Time       `json:"updatedAt"`
+	CompletedAt        *time.Time      `json:"completedAt"`
+}
+
+func toShipmentActionJSON(a store.ShipmentAction) shipmentActionJSON {
+	msgs := a.Messages
+	if msgs == nil {
+		msgs = []string{}
+	}
+	return shipmentActionJSON{
+		ActionID: a.ID, ShipmentID: a.ShipmentID, ActionType: a.ActionType, Status: a.Status,
+		Config: shipmentRaw(a.Config, "{}"), ShipmentStatus: a.ShipmentStatus, ConfirmationNumber: a.ConfirmationNumber,
+		Messages: msgs, Error: a.Error, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt, CompletedAt: a.CompletedAt,
+	}
+}
+
+// parseShipmentAction validates an action body: actionType and its fields,
+// given inside a config object or at the top level of the body.
+func parseShipmentAction(body orderBody) (string, store.ShipmentActionConfig, error) {
+	var v validator
+	f := orderFields{v: &v, m: body}
+	typ := f.enum("actionType", true, "", shipmentActionTypes)
+	cfgF := f
+	if raw, ok := body["config"]; ok && raw != nil {
+		if c, ok := f.object("config", true); ok {
+			cfgF = c
+		}
+	}
+	var cfg store.ShipmentActionConfig
+	switch typ {
+	case carriers.ActionHold:
+		cfg.Reason = cfgF.enum("reason", true, "", shipmentHoldReasons)
+		cfg.Notes = deref(cfgF.str("notes", false, shipmentActionMaxTextLen))
+	case carriers.ActionRedirect:
+		if a, ok := cfgF.object("address", true); ok {
+			addr := store.ShipmentActionAddress{
+				Street: deref(a.str("street", true, shipmentMaxAddressField)),
+				City:   deref(a.str("city", true, shipmentMaxAddressField)),
+				State:  deref(a.str("state", true, shipmentMaxAddressField)),
+				Zip:    deref(a.str("zip", true, shipmentMaxAddressField)),
+			}
+			addr.Country = "US"
+			if c := a.str("country", false, 64); c != nil {
+				addr.Country = shipmentCountryCode(*c)
+				if addr.Country == "" {
+					v.add(a.name("country"), "must be a two-letter country code")
+				}
+			}
+			if len(addr.State) == 2 {
+				addr.State = strings.ToUpper(addr.State)
+			}
+			cfg.Address = &addr
+		}
+		cfg.Notes = deref(cfgF.str("notes", false, shipmentActionMaxTextLen))
+	case carriers.ActionRedeliver:
+		if d := cfgF.str("preferredDate", false, 64); d != nil {
+			t, ok := shipmentParseDate(*d)
+			if !ok {
+				v.add(cfgF.name("preferredDate"), "must be a date (YYYY-MM-DD)")
+			}
+			cfg.PreferredDate = t.Format("2006-01-02")
+		}
+		cfg.Instructions = deref(cfgF.str("instructions", false, shipmentActionMaxTextLen))
+	case carriers.ActionInstructions:
+		cfg.Instructions = deref(cfgF.str("instructions", true, shipmentActionMaxTextLen))
+	}
+	return typ, cfg, v.err()
+}
+
+// createShipmentAction records a pending action and starts its
+// ShipmentAction workflow, which sends it to the carrier and records the
+// outcome; the shipment's status does not change. It answers 202
+// {actionId, status: pending}. An action the shipment's status does not
+// allow (the specification's table) is 409 conflict.
+func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "shipment")
+	if err != nil {
+		return err
+	}
+	var body orderBody
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	typ, cfg, err := parseShipmentAction(body)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	p := mustPrincipal(r)
+	sh, err := store.ShipmentByID(ctx, s.store.Pool, p.OrganizationID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound("shipment")
+	}
+	if err != nil {
+		return err
+	}
+	if allowed := store.ShipmentActionAllowed[typ]; !slices.Contains(allowed, sh.Status) {
+		return errConflict(fmt.Sprintf("a %s action is allowed only while the shipment is %s; it is %s", typ, strings.Join(allowed, " or "), sh.Status))
+	}
+	if sh.TrackingNumber == nil || *sh.TrackingNumber == "" {
+		return errBadRequest("missing_tracking_number", "the shipment has no tracking number to send the action for")
+	}
+	if sh.CarrierAccountID == nil {
+		return errBadRequest("carrier_account_not_active", "the shipment's carrier account was deleted")
+	}
+	acct, err := store.CarrierAccountByID(ctx, s.store.Pool, p.OrganizationID, *sh.CarrierAccountID)
+	if errors.Is(err, store.ErrNotFound) {
+		return errBadRequest("carrier_account_not_active", "the shipment's carrier account was deleted")
+	}
+	if err != nil {
+		return err
+	}
+	if acct.Status != store.CarrierAccountActive {
+		return errBadRequest("carrier_account_not_active", fmt.Sprintf("carrier account %q is %s; only an active account can be used", acct.Name, acct.Status))
+	}
+	if s.carriers != nil {
+		if c, err := s.carriers.Get(acct.Carrier); err == nil && !c.Capabilities().Actions {
+			return errBadRequest("actions_not_supported", acct.Carrier+" does not support shipment actions")
+		}
+	}
+	if s.temporal == nil {
+		return errTemporalUnavailable()
+	}
+
+	actionID := uuid.New()
+	wfID := workflows.ShipmentActionWorkflowID(actionID.String())
+	actor := activities.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name}
+	if _, err := store.InsertShipmentAction(ctx, s.store.Pool, store.ShipmentAction{
+		ID: actionID, OrganizationID: p.OrganizationID, ShipmentID: sh.ID, ActionType: typ,
+		Config: orderJSONOf(cfg), ShipmentStatus: sh.Status, WorkflowID: &wfID, RequestedBy: orderJSONOf(actor),
+	}); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errNotFound("shipment")
+		}
+		return err
+	}
+	in := workflows.ShipmentActionInput{OrganizationID: p.OrganizationID.String(), ShipmentID: sh.ID.String(), ActionID: actionID.String()}
+	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"shipmentId": in.ShipmentID, "actionId": in.ActionID})
+	sctx, cancel := context.WithTimeout(ctx, startWorkflowTimeout)
+	defer cancel()
+	if _, err := s.temporal.ExecuteWorkflow(sctx, opts, workflows.ShipmentAction, in); err != nil {
+		// Nothing will send it: the record goes.
+		if delErr := store.DeleteShipmentAction(context.WithoutCancel(ctx), s.store.Pool, p.OrganizationID, actionID); delErr != nil {
+			s.log.ErrorContext(ctx, "delete unsent shipment action", append(logAttrs(r), "action_id", actionID, "error", delErr)...)
+		}
+		if isTemporalUnavailable(ctx, err) {
+			s.log.WarnContext(ctx, "start workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
+			return errTemporalUnavailable()
+		}
+		return err
+	}
+	writeJSON(w, shipmentActionStatus, shipmentActionCreatedJSON{ActionID: actionID, Status: store.ShipmentActionPending})
+	return nil
+}
+
+func (s *Server) listShipmentActions(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "shipment")
+	if err != nil {
+		return err
+	}
+	orgID := mustPrincipal(r).OrganizationID
+	if _, err := store.ShipmentByID(r.Context(), s.store.Pool, orgID, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return errNotFound("shipment")
+		}
+		return err
+	}
+	list, err := store.ShipmentActions(r.Context(), s.store.Pool, orgID, id)
+	if err != nil {
+		return err
+	}
+	out := make([]shipmentActionJSON, 0, len(list))
+	for _, a := range list {
+		out = append(out, toShipmentActionJSON(a))
+	}
+	writeData(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getShipmentAction(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "shipment")
+	if err != nil {
+		return err
+	}
+	actionID, err := pathID(r, "actionId", "shipment action")
+	if err != nil {
+		return err
+	}
+	a, err := store.ShipmentActionByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, actionID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && a.ShipmentID != id) {
+		return errNotFound("shipment action")
+	}
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toShipmentActionJSON(a))
+	return nil
+}

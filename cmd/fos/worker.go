@@ -65,6 +65,9 @@ func ensureSchedules(ctx context.Context, svc *services) error {
 	if err := worker.EnsureTrackingSchedule(ctx, svc.temporal, svc.cfg.TaskQueue, 0); err != nil {
 		return fmt.Errorf("tracking schedule: %w", err)
 	}
+	if err := worker.EnsurePickupCompletionSchedule(ctx, svc.temporal, svc.cfg.TaskQueue); err != nil {
+		return fmt.Errorf("pickup completion schedule: %w", err)
+	}
 	return nil
 }
 

@@ -1,0 +1,239 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/sandboxapi"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
+)
+
+// shpActFixture is an organization with a carrier_a account and a shipment
+// whose label was bought from the sandbox.
+type shpActFixture struct {
+	t          *testing.T
+	st         *store.Store
+	box        *secrets.Box
+	acts       *ShipmentActivities
+	orgID      uuid.UUID
+	accountID  uuid.UUID
+	shipmentID uuid.UUID
+	tracking   string
+}
+
+func newShpActFixture(t *testing.T) *shpActFixture {
+	t.Helper()
+	ctx := context.Background()
+	st := storetest.New(t)
+	box, err := secrets.NewBox(secrets.NewKey())
+	require.NoError(t, err)
+	sb := httptest.NewServer(sandboxapi.NewHandler())
+	t.Cleanup(sb.Close)
+	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
+	f := &shpActFixture{t: t, st: st, box: box, orgID: uuid.New(), accountID: uuid.New(), shipmentID: uuid.New(),
+		acts: &ShipmentActivities{Store: st, Secrets: box, Carriers: reg}}
+	_, err = st.Pool.Exec(ctx, `INSERT INTO organizations (id, name, slug) VALUES ($1, 'Acme', $2)`, f.orgID, "acme-"+f.orgID.String())
+	require.NoError(t, err)
+	creds := map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"}
+	sealed, err := box.SealJSON(creds)
+	require.NoError(t, err)
+	_, err = st.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels)
+		VALUES ($1, $2, 'A', 'carrier_a', $3, true, true, true)`, f.accountID, f.orgID, sealed)
+	require.NoError(t, err)
+
+	c, err := reg.Get(carriers.CarrierA)
+	require.NoError(t, err)
+	l, err := c.CreateLabel(ctx, carriers.Account{Carrier: carriers.CarrierA, Credentials: creds}, carriers.LabelRequest{
+		ShipFrom:    carriers.Address{Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
+		ShipTo:      carriers.Address{Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
+		Packages:    []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}}},
+		ServiceType: "FEDEX_GROUND", ShipDate: time.Now().UTC().AddDate(0, 0, -3), Reference: f.shipmentID.String(),
+	})
+	require.NoError(t, err)
+	f.tracking = l.TrackingNumber
+	_, err = st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status, tracking_number)
+		VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'in_transit', $4)`, f.shipmentID, f.orgID, f.accountID, f.tracking)
+	require.NoError(t, err)
+	return f
+}
+
+func (f *shpActFixture) action(typ string, cfg store.ShipmentActionConfig) uuid.UUID {
+	f.t.Helper()
+	a, err := store.InsertShipmentAction(context.Background(), f.st.Pool, store.ShipmentAction{ID: uuid.New(), OrganizationID: f.orgID,
+		ShipmentID: f.shipmentID, ActionType: typ, Config: shpMustJSON(f.t, cfg), ShipmentStatus: "in_transit"})
+	require.NoError(f.t, err)
+	return a.ID
+}
+
+func shpMustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	return raw
+}
+
+func (f *shpActFixture) send(id uuid.UUID) (SendShipmentActionResult, error) {
+	return f.acts.SendShipmentAction(context.Background(), SendShipmentActionInput{OrganizationID: f.orgID.String(), ActionID: id.String()})
+}
+
+func requireShipmentAppErr(t *testing.T, err error, typ string, retryable bool) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "%v", err)
+	require.Equal(t, typ, appErr.Type(), "%v", err)
+	require.Equal(t, !retryable, appErr.NonRetryable(), "%v", err)
+}
+
+func TestSendShipmentActionAgainstSandbox(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		typ string
+		cfg store.ShipmentActionConfig
+	}{
+		{"hold", store.ShipmentActionConfig{Reason: "customer_request", Notes: "call first"}},
+		{"redirect", store.ShipmentActionConfig{Address: &store.ShipmentActionAddress{Street: "5 Poplar Ave", City: "Memphis", State: "TN", Zip: "38117"}}},
+		{"redeliver", store.ShipmentActionConfig{PreferredDate: time.Now().UTC().AddDate(0, 0, 3).Format("2006-01-02"), Instructions: "after 5pm"}},
+		{"instructions", store.ShipmentActionConfig{Instructions: "leave at back door"}},
+	} {
+		id := f.action(c.typ, c.cfg)
+		res, err := f.send(id)
+		require.NoError(t, err, c.typ)
+		require.Regexp(t, `^DM\d{10}$`, res.ConfirmationNumber, c.typ)
+		require.Equal(t, "accepted", res.Status)
+		require.NotEmpty(t, res.Messages)
+		require.False(t, res.AlreadyFinished)
+
+		rec, err := f.acts.RecordShipmentActionOutcome(ctx, RecordShipmentActionOutcomeInput{OrganizationID: f.orgID.String(), ActionID: id.String(),
+			Status: store.ShipmentActionCompleted, ConfirmationNumber: res.ConfirmationNumber, Messages: res.Messages, CarrierResponse: res.Raw})
+		require.NoError(t, err)
+		require.True(t, rec.Recorded)
+		// Idempotent: a repeated record or send changes nothing.
+		rec, err = f.acts.RecordShipmentActionOutcome(ctx, RecordShipmentActionOutcomeInput{OrganizationID: f.orgID.String(), ActionID: id.String(), Status: store.ShipmentActionFailed, Error: "x"})
+		require.NoError(t, err)
+		require.False(t, rec.Recorded)
+		again, err := f.send(id)
+		require.NoError(t, err)
+		require.Equal(t, SendShipmentActionResult{AlreadyFinished: true, FinishedStatus: store.ShipmentActionCompleted}, again)
+
+		got, err := store.ShipmentActionByID(ctx, f.st.Pool, f.orgID, id)
+		require.NoError(t, err)
+		require.Equal(t, store.ShipmentActionCompleted, got.Status)
+		require.Equal(t, res.ConfirmationNumber, *got.ConfirmationNumber)
+	}
+	// The shipment's status is untouched.
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, f.shipmentID)
+	require.NoError(t, err)
+	require.Equal(t, "in_transit", sh.Status)
+}
+
+func TestSendShipmentActionFailures(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	hold := store.ShipmentActionConfig{Reason: "other"}
+
+	// Bad input and a gone record.
+	_, err := f.acts.SendShipmentAction(ctx, SendShipmentActionInput{OrganizationID: "x", ActionID: uuid.NewString()})
+	requireShipmentAppErr(t, err, ErrTypeInvalidInput, false)
+	_, err = f.send(uuid.New())
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionGone, false)
+	_, err = f.acts.SendShipmentAction(ctx, SendShipmentActionInput{OrganizationID: uuid.NewString(), ActionID: f.action("hold", hold).String()})
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionGone, false)
+
+	// The carrier refuses: unknown tracking number.
+	id := f.action("hold", hold)
+	_, err = f.st.Pool.Exec(ctx, `UPDATE shipments SET tracking_number = '700000000000' WHERE id = $1`, f.shipmentID)
+	require.NoError(t, err)
+	_, err = f.send(id)
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionRejected, false)
+	_, err = f.st.Pool.Exec(ctx, `UPDATE shipments SET tracking_number = $2 WHERE id = $1`, f.shipmentID, f.tracking)
+	require.NoError(t, err)
+
+	// Credentials refused: permanent; carrier unavailable: retryable.
+	setCreds := func(creds map[string]any) {
+		sealed, err := f.box.SealJSON(creds)
+		require.NoError(t, err)
+		_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, f.accountID, sealed)
+		require.NoError(t, err)
+	}
+	setCreds(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "sandbox-fail"})
+	_, err = f.send(id)
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionRejected, false)
+	require.NotContains(t, err.Error(), "sandbox-fail")
+	setCreds(map[string]any{"accountNumber": "sandbox-fail", "childKey": "k", "childSecret": "s"})
+	_, err = f.send(id)
+	requireShipmentAppErr(t, err, ErrTypeShipmentCarrierUnavailable, true)
+
+	// The account is not active, then deleted; the shipment has no number.
+	_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET status = 'inactive' WHERE id = $1`, f.accountID)
+	require.NoError(t, err)
+	_, err = f.send(id)
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionRejected, false)
+	_, err = f.st.Pool.Exec(ctx, `DELETE FROM carrier_accounts WHERE id = $1`, f.accountID)
+	require.NoError(t, err)
+	_, err = f.send(id)
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionRejected, false)
+	_, err = f.st.Pool.Exec(ctx, `UPDATE shipments SET tracking_number = NULL WHERE id = $1`, f.shipmentID)
+	require.NoError(t, err)
+	_, err = f.send(id)
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionRejected, false)
+
+	// Recording a failure; an unknown record is not recorded, not an error.
+	rec, err := f.acts.RecordShipmentActionOutcome(ctx, RecordShipmentActionOutcomeInput{OrganizationID: f.orgID.String(), ActionID: id.String(), Status: store.ShipmentActionFailed, Error: "refused"})
+	require.NoError(t, err)
+	require.True(t, rec.Recorded)
+	got, err := store.ShipmentActionByID(ctx, f.st.Pool, f.orgID, id)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionFailed, got.Status)
+	require.Equal(t, "refused", *got.Error)
+	rec, err = f.acts.RecordShipmentActionOutcome(ctx, RecordShipmentActionOutcomeInput{OrganizationID: f.orgID.String(), ActionID: uuid.NewString(), Status: store.ShipmentActionFailed})
+	require.NoError(t, err)
+	require.False(t, rec.Recorded)
+	_, err = f.acts.RecordShipmentActionOutcome(ctx, RecordShipmentActionOutcomeInput{OrganizationID: f.orgID.String(), ActionID: id.String(), Status: "pending"})
+	requireShipmentAppErr(t, err, ErrTypeInvalidInput, false)
+}
+
+func TestCarrierShipmentActionMapping(t *testing.T) {
+	id := uuid.New()
+	act := store.ShipmentAction{ID: id, ActionType: "redirect", Config: json.RawMessage(`{"address":{"street":"1 Pike St","city":"Seattle","state":"WA","zip":"98101"},"notes":"n"}`)}
+	got, err := CarrierShipmentAction(act, "7001")
+	require.NoError(t, err)
+	require.Equal(t, carriers.ShipmentAction{Type: "redirect", TrackingNumber: "7001", Notes: "n", Reference: id.String(),
+		Address: &carriers.Address{Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"}}, got)
+}
+
+func TestCompletePastPickupsActivity(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	asOf := time.Date(2031, 5, 10, 3, 0, 0, 0, time.UTC)
+	ins := func(date string) uuid.UUID {
+		id := uuid.New()
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier, status, pickup_address, pickup_date, ready_time, close_time)
+			VALUES ($1, $2, 'carrier_a', 'confirmed', '{}', $3, '09:00', '17:00')`, id, f.orgID, date)
+		require.NoError(t, err)
+		return id
+	}
+	past, today := ins("2031-05-09"), ins("2031-05-10")
+	res, err := f.acts.CompletePastPickups(ctx, CompletePastPickupsInput{AsOf: asOf})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Completed, int64(1))
+	for id, want := range map[uuid.UUID]string{past: "completed", today: "confirmed"} {
+		p, err := store.PickupByID(ctx, f.st.Pool, f.orgID, id)
+		require.NoError(t, err)
+		require.Equal(t, want, p.Status)
+	}
+	res, err = f.acts.CompletePastPickups(ctx, CompletePastPickupsInput{AsOf: asOf})
+	require.NoError(t, err)
+	require.Zero(t, res.Completed)
+}

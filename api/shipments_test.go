@@ -1,0 +1,726 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/sandboxapi"
+	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
+)
+
+// shpCarrierA are carrier_a credentials the sandbox accepts.
+func shpCarrierA() map[string]any {
+	return map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"}
+}
+
+// shpSandbox is the sandbox carriers behind a hook that may answer a
+// request itself (return true) and a count of label purchases.
+type shpSandbox struct {
+	srv   *httptest.Server
+	inner http.Handler
+	ships atomic.Int32
+	hook  atomic.Pointer[func(w http.ResponseWriter, r *http.Request) bool]
+}
+
+// shpEnv is an API over a real database with the sandbox carriers.
+func shpEnv(t *testing.T, opts ...func(*Deps)) (*testEnv, *shpSandbox) {
+	t.Helper()
+	h := sandboxapi.NewHandler()
+	sb := &shpSandbox{inner: h}
+	sb.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/ship/v1/shipments") {
+			sb.ships.Add(1)
+		}
+		if hk := sb.hook.Load(); hk != nil && (*hk)(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(sb.srv.Close)
+	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.srv.URL})
+	all := append([]func(*Deps){func(d *Deps) { d.Carriers = reg }}, opts...)
+	return newEnv(t, all...), sb
+}
+
+// shpAccount inserts a carrier account with sealed credentials.
+func shpAccount(t *testing.T, e *testEnv, orgID, carrier, status string, creds map[string]any) string {
+	t.Helper()
+	sealed, err := e.deps.Secrets.SealJSON(creds)
+	require.NoError(t, err)
+	caps := map[string][3]bool{"carrier_a": {true, true, true}, "carrier_b": {true, false, true}, "carrier_c": {true, false, false}}[carrier]
+	id := uuid.New()
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts
+		(id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels, status)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, id, orgID, carrier+" account", carrier, sealed, caps[0], caps[1], caps[2], status)
+	require.NoError(t, err)
+	return id.String()
+}
+
+// shpOrder inserts an order with a bridge and, unless nil, a shipping address.
+func shpOrder(t *testing.T, e *testEnv, orgID string, shipTo map[string]any) (orderID, bridgeID string) {
+	t.Helper()
+	ctx := context.Background()
+	bid := uuid.New()
+	_, err := e.deps.Store.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name, config)
+		VALUES ($1, $2, 'storefront_a', 'Shop', '{"shopDomain": "shop.example.com"}')`, bid, orgID)
+	require.NoError(t, err)
+	oid := uuid.New()
+	var addr any
+	if shipTo != nil {
+		addr = shipTo
+	}
+	_, err = e.deps.Store.Pool.Exec(ctx, `
+		INSERT INTO orders (id, organization_id, bridge_id, external_id, order_number, status, customer, customer_email, customer_name,
+		                    shipping_address, line_items, totals, total, ordered_at)
+		VALUES ($1, $2, $3, $4, '#1001', 'confirmed', '{"email": "c@example.com", "phone": "206-555-0199"}', 'c@example.com', 'Chloe Chen',
+		        $5, '[]', '{"subtotal": 10, "shipping": 0, "tax": 0, "discount": 0, "total": 10}', 10, now())`,
+		oid, orgID, bid, "ext-"+oid.String()[:8], addr)
+	require.NoError(t, err)
+	return oid.String(), bid.String()
+}
+
+func shpSeattle() map[string]any {
+	return map[string]any{"firstName": "Chloe", "lastName": "Chen", "address1": "1 Pike St", "city": "Seattle",
+		"provinceCode": "WA", "zip": "98101", "countryCode": "US"}
+}
+
+func shpMemphis() map[string]any {
+	return map[string]any{"name": "Ava Adams", "company": "Adams Goods", "street": "10 Main St", "city": "Memphis",
+		"state": "TN", "zip": "38103", "country": "US"}
+}
+
+// shpWeekday is the first weekday at least offset days from today (UTC).
+func shpWeekday(offset int) string {
+	d := time.Now().UTC().AddDate(0, 0, offset)
+	for d.Weekday() == time.Saturday || d.Weekday() == time.Sunday {
+		d = d.AddDate(0, 0, 1)
+	}
+	return d.Format("2006-01-02")
+}
+
+func shpBody(orderID, accountID string) map[string]any {
+	return map[string]any{
+		"order_id": orderID, "carrier_account_id": accountID, "service": "FEDEX_GROUND",
+		"parcels":   []any{map[string]any{"length": 12, "width": 10, "height": 8, "weight": 5, "unit": "lb"}},
+		"ship_from": shpMemphis(), "ship_date": shpWeekday(5), "metadata": map[string]any{"big": json.Number("12345678901234567890")},
+	}
+}
+
+func shpKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func shpSorted(keys ...string) []string {
+	sort.Strings(keys)
+	return keys
+}
+
+var (
+	shpListKeys = shpSorted("id", "order_id", "status", "carrier", "service", "tracking_number", "label_url", "rate", "ship_date", "created_at")
+	shpFullKeys = shpSorted(append(append([]string{}, shpListKeys...), "bridge_id", "carrier_account_id", "ship_from", "ship_to",
+		"parcels", "metadata", "updated_at", "label")...)
+)
+
+// shpCreate creates a shipment through the API and returns its data.
+func shpCreate(t *testing.T, e *testEnv, c caller, body map[string]any) map[string]any {
+	t.Helper()
+	res := e.do(c, "POST", "/api/v1/shipments", body)
+	require.Equal(t, 201, res.Code, "%s", res.Raw)
+	return res.data()
+}
+
+func shpSetStatus(t *testing.T, e *testEnv, id, status string) {
+	t.Helper()
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `UPDATE shipments SET status = $2 WHERE id = $1`, id, status)
+	require.NoError(t, err)
+}
+
+func shpCount(t *testing.T, e *testEnv, orgID string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM shipments WHERE organization_id = $1`, orgID).Scan(&n))
+	return n
+}
+
+func TestShipmentCreateBuysLabel(t *testing.T) {
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, bridgeID := shpOrder(t, e, owner.org, shpSeattle())
+
+	key := e.apiKey(owner, "shipments:write", "shipments:read")
+	d := shpCreate(t, e, key, shpBody(orderID, acct))
+	require.Equal(t, shpFullKeys, shpKeys(d))
+	id := d["id"].(string)
+	require.Equal(t, "label_created", d["status"])
+	require.Equal(t, "carrier_a", d["carrier"])
+	require.Equal(t, "FEDEX_GROUND", d["service"])
+	require.Equal(t, orderID, d["order_id"])
+	require.Equal(t, bridgeID, d["bridge_id"])
+	require.Equal(t, acct, d["carrier_account_id"])
+	require.Regexp(t, `^7\d{11}$`, d["tracking_number"])
+	require.Equal(t, "http://fos.test/api/v1/shipments/"+id+"/label", d["label_url"])
+	rate := d["rate"].(map[string]any)
+	require.Greater(t, rate["amount"].(float64), 0.0)
+	require.Equal(t, "USD", rate["currency"])
+	require.Equal(t, shpWeekday(5), d["ship_date"])
+	require.Equal(t, map[string]any{"format": "PDF", "content_type": "application/pdf"}, d["label"])
+	require.Equal(t, map[string]any{"name": "Chloe Chen", "company": nil, "phone": "206-555-0199", "street": "1 Pike St", "street2": nil,
+		"city": "Seattle", "state": "WA", "zip": "98101", "country": "US"}, d["ship_to"])
+	require.Equal(t, "Memphis", d["ship_from"].(map[string]any)["city"])
+	require.Equal(t, []any{map[string]any{"length": 12.0, "width": 10.0, "height": 8.0, "weight": 5.0, "unit": "lb"}}, d["parcels"])
+	require.Contains(t, string(e.do(key, "GET", "/api/v1/shipments/"+id, nil).Raw), `"big":12345678901234567890`, "metadata numbers kept exactly")
+	require.EqualValues(t, 1, sb.ships.Load())
+
+	// The label document.
+	res := e.do(key, "GET", "/api/v1/shipments/"+id+"/label", nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, "application/pdf", res.Header.Get("Content-Type"))
+	require.True(t, bytes.HasPrefix(res.Raw, []byte("%PDF-")), "label is a PDF")
+	require.Contains(t, string(res.Raw), "REF: "+id)
+
+	// Get one, with and without include.
+	res = e.do(key, "GET", "/api/v1/shipments/"+id, nil)
+	require.Equal(t, 200, res.Code)
+	require.Equal(t, shpFullKeys, shpKeys(res.data()))
+	res = e.do(key, "GET", "/api/v1/shipments/"+id+"?include=bridge,order", nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	got := res.data()
+	require.Equal(t, map[string]any{"id": bridgeID, "name": "Shop", "type": "storefront_a", "status": "active"}, got["bridge"])
+	ord := got["order"].(map[string]any)
+	require.Equal(t, orderID, ord["id"])
+	require.Equal(t, "#1001", ord["order_number"])
+	require.Equal(t, map[string]any{"name": "Chloe Chen", "email": "c@example.com"}, ord["customer"])
+	requireError(t, e.do(key, "GET", "/api/v1/shipments/"+id+"?include=nope", nil), 400, "validation_error")
+
+	// The list item is exactly the specification's fields.
+	res = e.do(key, "GET", "/api/v1/shipments", nil)
+	require.Equal(t, 200, res.Code)
+	require.Len(t, res.list(), 1)
+	require.Equal(t, shpListKeys, shpKeys(res.list()[0]))
+	require.Equal(t, d["label_url"], res.list()[0]["label_url"])
+
+	// ZPL on request, several parcels: one label per parcel.
+	body := shpBody(orderID, acct)
+	body["label_format"] = "zpl"
+	body["parcels"] = []any{
+		map[string]any{"length": 30, "width": 20, "height": 10, "weight": 2, "unit": "kg"},
+		map[string]any{"length": 12, "width": 10, "height": 8, "weight": 3, "unit": "imperial"},
+	}
+	z := shpCreate(t, e, key, body)
+	require.Equal(t, map[string]any{"format": "ZPL", "content_type": "application/x-zpl"}, z["label"])
+	require.Equal(t, "kg", z["parcels"].([]any)[0].(map[string]any)["unit"])
+	require.Equal(t, "lb", z["parcels"].([]any)[1].(map[string]any)["unit"])
+	res = e.do(key, "GET", "/api/v1/shipments/"+z["id"].(string)+"/label", nil)
+	require.Equal(t, "application/x-zpl", res.Header.Get("Content-Type"))
+	require.Equal(t, 2, strings.Count(string(res.Raw), "^XA"), "both parcels' labels")
+	res = e.do(key, "GET", "/api/v1/shipments/"+z["id"].(string)+"/label?piece=2", nil)
+	require.Equal(t, 200, res.Code)
+	require.Equal(t, 1, strings.Count(string(res.Raw), "^XA"))
+	requireError(t, e.do(key, "GET", "/api/v1/shipments/"+z["id"].(string)+"/label?piece=3", nil), 400, "validation_error")
+
+	// carrier_b buys labels too.
+	acctB := shpAccount(t, e, owner.org, "carrier_b", "active", map[string]any{"clientId": "c", "clientSecret": "s", "accountNumber": "A1B2C3"})
+	body = shpBody(orderID, acctB)
+	body["service"] = "03"
+	b := shpCreate(t, e, key, body)
+	require.Regexp(t, `^1Z`, b["tracking_number"])
+	res = e.do(key, "GET", "/api/v1/shipments/"+b["id"].(string)+"/label", nil)
+	require.True(t, bytes.HasPrefix(res.Raw, []byte("%PDF-")))
+
+	// Another organization sees none of it.
+	other := e.signup()
+	requireError(t, e.do(other.caller, "GET", "/api/v1/shipments/"+id, nil), 404, "not_found")
+	requireError(t, e.do(other.caller, "GET", "/api/v1/shipments/"+id+"/label", nil), 404, "not_found")
+	res = e.do(other.caller, "GET", "/api/v1/shipments", nil)
+	require.Empty(t, res.list())
+}
+
+func TestShipmentCreateDefaultShipFrom(t *testing.T) {
+	e, _ := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, bridgeID := shpOrder(t, e, owner.org, shpSeattle())
+	body := shpBody(orderID, acct)
+	delete(body, "ship_from")
+
+	// No location at all.
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", body)
+	requireError(t, res, 400, "validation_error")
+	require.Contains(t, string(res.Raw), "ship_from")
+
+	// The order's bridge location.
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `INSERT INTO locations (id, organization_id, name, street, city, province, zip, country, bridge_id)
+		VALUES ($1, $2, 'Main warehouse', '10 Main St', 'Memphis', 'tn', '38103', 'United States', $3)`, uuid.New(), owner.org, bridgeID)
+	require.NoError(t, err)
+	d := shpCreate(t, e, owner.caller, body)
+	require.Equal(t, map[string]any{"name": nil, "company": "Main warehouse", "phone": nil, "street": "10 Main St", "street2": nil,
+		"city": "Memphis", "state": "TN", "zip": "38103", "country": "US"}, d["ship_from"])
+
+	// ship_date defaults to today.
+	delete(body, "ship_date")
+	d = shpCreate(t, e, owner.caller, body)
+	require.Equal(t, time.Now().UTC().Format("2006-01-02"), d["ship_date"])
+}
+
+func TestShipmentCreateRefusals(t *testing.T) {
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+
+	// Validation names every problem.
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", map[string]any{
+		"order_id": "nope", "parcels": []any{map[string]any{"length": 0, "width": "x", "height": 8, "weight": 5, "unit": "stone"}, "x"},
+		"ship_from": map[string]any{"city": "Memphis", "country": "Narnia"}, "ship_date": "soon", "metadata": []any{}, "label_format": "GIF",
+	})
+	requireError(t, res, 400, "validation_error")
+	fields := map[string]bool{}
+	for _, d := range res.Body["error"].(map[string]any)["details"].([]any) {
+		fields[d.(map[string]any)["field"].(string)] = true
+	}
+	for _, f := range []string{"order_id", "carrier_account_id", "service", "parcels[0].length", "parcels[0].width", "parcels[0].unit",
+		"parcels[1]", "ship_from.street", "ship_from.zip", "ship_from.country", "ship_date", "metadata", "label_format"} {
+		require.True(t, fields[f], "%s not named in %s", f, res.Raw)
+	}
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", map[string]any{"order_id": orderID, "carrier_account_id": acct, "service": "X", "parcels": []any{}}), 400, "validation_error")
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", "{"), 400, "invalid_json")
+
+	// References of another organization, or unknown.
+	other := e.signup()
+	otherAcct := shpAccount(t, e, other.org, "carrier_a", "active", shpCarrierA())
+	otherOrder, _ := shpOrder(t, e, other.org, shpSeattle())
+	res = e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(otherOrder, acct))
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, "order_id", res.Body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["field"])
+	res = e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, otherAcct))
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, "carrier_account_id", res.Body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["field"])
+
+	// Account not active, or without labels.
+	inactive := shpAccount(t, e, owner.org, "carrier_a", "inactive", shpCarrierA())
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, inactive)), 400, "carrier_account_not_active")
+	errored := shpAccount(t, e, owner.org, "carrier_a", "error", shpCarrierA())
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, errored)), 400, "carrier_account_not_active")
+	rateOnly := shpAccount(t, e, owner.org, "carrier_c", "active", map[string]any{"apiKey": "TEST_key"})
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, rateOnly)), 400, "labels_not_supported")
+
+	// The order has no (usable) shipping address.
+	bare, _ := shpOrder(t, e, owner.org, nil)
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(bare, acct)), 400, "missing_shipping_address")
+	partial, _ := shpOrder(t, e, owner.org, map[string]any{"city": "Seattle"})
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(partial, acct)), 400, "invalid_shipping_address")
+
+	// Scope.
+	readOnly := e.apiKey(owner, "shipments:read")
+	requireError(t, e.do(readOnly, "POST", "/api/v1/shipments", shpBody(orderID, acct)), 403, "insufficient_scope")
+	requireError(t, e.do(e.apiKey(owner, "orders:read"), "GET", "/api/v1/shipments", nil), 403, "insufficient_scope")
+
+	require.Zero(t, shpCount(t, e, owner.org))
+	require.Zero(t, sb.ships.Load(), "no carrier call for a refused request")
+}
+
+func TestShipmentCreateCarrierError(t *testing.T) {
+	old := shipmentLabelBackoff
+	shipmentLabelBackoff = func(int) time.Duration { return time.Millisecond }
+	t.Cleanup(func() { shipmentLabelBackoff = old })
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+
+	// Refused credentials: 502 at once, the pending row removed.
+	creds := shpCarrierA()
+	creds["childSecret"] = "sandbox-fail"
+	bad := shpAccount(t, e, owner.org, "carrier_a", "active", creds)
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, bad))
+	requireError(t, res, 502, "carrier_error")
+	require.NotContains(t, string(res.Raw), "sandbox-fail")
+	require.Zero(t, shpCount(t, e, owner.org))
+
+	// An unknown service: the carrier refuses.
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	body := shpBody(orderID, acct)
+	body["service"] = "TELEPORT"
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", body), 502, "carrier_error")
+	require.Zero(t, shpCount(t, e, owner.org))
+
+	// The carrier unavailable for the account (503 every time): retried,
+	// then 502.
+	creds = shpCarrierA()
+	creds["accountNumber"] = "sandbox-fail"
+	down := shpAccount(t, e, owner.org, "carrier_a", "active", creds)
+	before := sb.ships.Load()
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, down)), 502, "carrier_error")
+	require.EqualValues(t, shipmentLabelAttempts, sb.ships.Load()-before)
+	require.Zero(t, shpCount(t, e, owner.org))
+}
+
+func TestShipmentLabelPurchaseIdempotentOnRetry(t *testing.T) {
+	old := shipmentLabelBackoff
+	shipmentLabelBackoff = func(int) time.Duration { return time.Millisecond }
+	t.Cleanup(func() { shipmentLabelBackoff = old })
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+
+	// The carrier sells the label but the answer is lost (502 from a
+	// proxy) once: the retry carries the same reference (the shipment id)
+	// and request, and gets the same label back.
+	var bodies [][]byte
+	var failed atomic.Bool
+	hook := func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/ship/v1/shipments") {
+			return false
+		}
+		raw := new(bytes.Buffer)
+		_, _ = raw.ReadFrom(r.Body)
+		bodies = append(bodies, raw.Bytes())
+		r.Body = http.NoBody
+		if failed.CompareAndSwap(false, true) {
+			// Let the carrier sell it, then lose the answer.
+			rec := httptest.NewRecorder()
+			r2 := r.Clone(r.Context())
+			r2.Body = io.NopCloser(bytes.NewReader(raw.Bytes()))
+			sb.inner.ServeHTTP(rec, r2)
+			w.WriteHeader(http.StatusBadGateway)
+			return true
+		}
+		r.Body = io.NopCloser(bytes.NewReader(raw.Bytes()))
+		return false
+	}
+	sb.hook.Store(&hook)
+
+	d := shpCreate(t, e, owner.caller, shpBody(orderID, acct))
+	require.EqualValues(t, 2, sb.ships.Load(), "one retry")
+	require.Len(t, bodies, 2)
+	require.Equal(t, bodies[0], bodies[1], "the retry is the same request")
+	require.Contains(t, string(bodies[0]), d["id"].(string), "the shipment id is the carrier reference")
+	require.Equal(t, 1, shpCount(t, e, owner.org))
+
+	// The same request and reference give the same label at the carrier: the
+	// retry did not buy a second one.
+	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.srv.URL})
+	sb.hook.Store(nil)
+	c, _ := reg.Get("carrier_a")
+	var sh struct {
+		ShipDate string `json:"ship_date"`
+	}
+	raw, _ := json.Marshal(d)
+	_ = json.Unmarshal(raw, &sh)
+	sd, _ := time.Parse("2006-01-02", sh.ShipDate)
+	l, err := c.CreateLabel(context.Background(), carriers.Account{Carrier: "carrier_a", Credentials: shpCarrierA()}, carriers.LabelRequest{
+		ShipFrom:    carriers.Address{Name: "Ava Adams", Company: "Adams Goods", Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
+		ShipTo:      carriers.Address{Name: "Chloe Chen", Phone: "206-555-0199", Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
+		Packages:    []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}, Length: 12, Width: 10, Height: 8, DimensionUnit: "in"}},
+		ServiceType: "FEDEX_GROUND", ShipDate: sd, Format: "PDF", Reference: d["id"].(string),
+	})
+	require.NoError(t, err)
+	require.Equal(t, d["tracking_number"], l.TrackingNumber)
+
+	// A client retry with the same Idempotency-Key gets the first answer.
+	sb.hook.Store(nil)
+	first := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "ship-1")
+	require.Equal(t, 201, first.Code, "%s", first.Raw)
+	again := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "ship-1")
+	require.Equal(t, 201, again.Code)
+	require.Equal(t, first.data()["id"], again.data()["id"])
+	require.Equal(t, 2, shpCount(t, e, owner.org))
+}
+
+func TestShipmentListFilters(t *testing.T) {
+	e, _ := shpEnv(t)
+	owner := e.signup()
+	acctA := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	acctB := shpAccount(t, e, owner.org, "carrier_b", "active", map[string]any{"clientId": "c", "clientSecret": "s", "accountNumber": "A1B2C3"})
+	o1, b1 := shpOrder(t, e, owner.org, shpSeattle())
+	o2, _ := shpOrder(t, e, owner.org, shpSeattle())
+
+	s1 := shpCreate(t, e, owner.caller, shpBody(o1, acctA))
+	body := shpBody(o2, acctB)
+	body["service"] = "03"
+	body["ship_date"] = shpWeekday(1)
+	s2 := shpCreate(t, e, owner.caller, body)
+	body = shpBody(o2, acctA)
+	body["ship_date"] = shpWeekday(9)
+	s3 := shpCreate(t, e, owner.caller, body)
+	shpSetStatus(t, e, s3["id"].(string), "in_transit")
+
+	ids := func(res *response) []string {
+		require.Equal(t, 200, res.Code, "%s", res.Raw)
+		var out []string
+		for _, it := range res.list() {
+			out = append(out, it["id"].(string))
+		}
+		return out
+	}
+	id1, id2, id3 := s1["id"].(string), s2["id"].(string), s3["id"].(string)
+	require.Equal(t, []string{id3, id2, id1}, ids(e.do(owner.caller, "GET", "/api/v1/shipments", nil)), "newest first")
+	require.Equal(t, []string{id1, id2, id3}, ids(e.do(owner.caller, "GET", "/api/v1/shipments?order=asc", nil)))
+	require.Equal(t, []string{id2, id1, id3}, ids(e.do(owner.caller, "GET", "/api/v1/shipments?sort=ship_date&order=asc", nil)))
+	require.Equal(t, []string{id3}, ids(e.do(owner.caller, "GET", "/api/v1/shipments?status=in_transit", nil)))
+	require.Equal(t, []string{id2, id1}, ids(e.do(owner.caller, "GET", "/api/v1/shipments?status=label_created", nil)))
+	require.Equal(t, []string{id3, id2}, ids(e.do(owner.caller, "GET", "/api/v1/shipments?order_id="+o2, nil)))
+	require.Equal(t, []string{id2}, ids(e.do(owner.caller, "GET", "/api/v1/shipments?carrier=carrier_b", nil)))
+	require.Empty(t, ids(e.do(owner.caller, "GET", "/api/v1/shipments?status=delivered", nil)))
+
+	res := e.do(owner.caller, "GET", "/api/v1/shipments?limit=2&page=2", nil)
+	require.Equal(t, []string{id1}, ids(res))
+	require.Equal(t, map[string]any{"page": 2.0, "limit": 2.0, "total": 3.0, "totalPages": 2.0, "hasMore": false}, res.Body["pagination"])
+	res = e.do(owner.caller, "GET", "/api/v1/shipments?limit=1000", nil)
+	require.Equal(t, 100.0, res.Body["pagination"].(map[string]any)["limit"])
+
+	res = e.do(owner.caller, "GET", "/api/v1/shipments?include=bridge,order&order_id="+o1, nil)
+	require.Equal(t, 200, res.Code)
+	it := res.list()[0]
+	require.Equal(t, b1, it["bridge"].(map[string]any)["id"])
+	require.Equal(t, o1, it["order"].(map[string]any)["id"])
+
+	for _, q := range []string{"status=lost", "order_id=x", "carrier=carrier_z", "sort=rate", "order=up", "include=carrier", "page=0", "limit=-1"} {
+		requireError(t, e.do(owner.caller, "GET", "/api/v1/shipments?"+q, nil), 400, "validation_error")
+	}
+}
+
+func TestShipmentUpdateAndDelete(t *testing.T) {
+	e, _ := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	d := shpCreate(t, e, owner.caller, shpBody(orderID, acct))
+	id := d["id"].(string)
+	path := "/api/v1/shipments/" + id
+
+	res := e.do(owner.caller, "PATCH", path, map[string]any{"status": "in_transit", "metadata": map[string]any{"gate": 4, "big": nil},
+		"carrier": "carrier_a", "service": "FEDEX_GROUND"})
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, shpFullKeys, shpKeys(res.data()))
+	require.Equal(t, "in_transit", res.data()["status"])
+	require.Equal(t, map[string]any{"gate": 4.0}, res.data()["metadata"])
+	require.Equal(t, d["tracking_number"], res.data()["tracking_number"])
+
+	res = e.do(owner.caller, "PATCH", path, map[string]any{"tracking_number": "794600000001", "status": "delivered"})
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, "794600000001", res.data()["tracking_number"])
+	var delivered *time.Time
+	require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(), `SELECT delivered_at FROM shipments WHERE id = $1`, id).Scan(&delivered))
+	require.NotNil(t, delivered)
+	res = e.do(owner.caller, "PATCH", path, map[string]any{"tracking_number": nil})
+	require.Nil(t, res.data()["tracking_number"])
+
+	// Refusals.
+	res = e.do(owner.caller, "PATCH", path, map[string]any{"service": "PRIORITY_OVERNIGHT", "carrier": "carrier_b", "status": "lost"})
+	requireError(t, res, 400, "validation_error")
+	require.Len(t, res.Body["error"].(map[string]any)["details"], 3)
+	requireError(t, e.do(owner.caller, "PATCH", path, map[string]any{"metadata": "x"}), 400, "validation_error")
+	other := e.signup()
+	requireError(t, e.do(other.caller, "PATCH", path, map[string]any{"status": "delivered"}), 404, "not_found")
+	requireError(t, e.do(other.caller, "DELETE", path, nil), 404, "not_found")
+	requireError(t, e.do(owner.caller, "DELETE", "/api/v1/shipments/"+uuid.NewString(), nil), 404, "not_found")
+	requireError(t, e.do(e.apiKey(owner, "shipments:read"), "DELETE", path, nil), 403, "insufficient_scope")
+
+	// A delivered shipment has nothing to void: deleted as it is.
+	res = e.do(owner.caller, "DELETE", path, nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, map[string]any{"success": true}, res.Body)
+	requireError(t, e.do(owner.caller, "GET", path, nil), 404, "not_found")
+
+	// An unused label is voided, then the shipment deleted; the carrier
+	// no longer knows the number.
+	d = shpCreate(t, e, owner.caller, shpBody(orderID, acct))
+	res = e.do(owner.caller, "DELETE", "/api/v1/shipments/"+d["id"].(string), nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	c, _ := e.deps.Carriers.Get("carrier_a")
+	tr, err := c.Track(context.Background(), carriers.Account{Carrier: "carrier_a", Credentials: shpCarrierA()}, []string{d["tracking_number"].(string)})
+	require.NoError(t, err)
+	require.True(t, tr[0].NotFound, "voided")
+
+	// A label already handed to the carrier cannot be voided: 502, kept.
+	body := shpBody(orderID, acct)
+	body["ship_date"] = time.Now().UTC().AddDate(0, 0, -10).Format("2006-01-02")
+	d = shpCreate(t, e, owner.caller, body)
+	requireError(t, e.do(owner.caller, "DELETE", "/api/v1/shipments/"+d["id"].(string), nil), 502, "carrier_error")
+	require.Equal(t, 200, e.do(owner.caller, "GET", "/api/v1/shipments/"+d["id"].(string), nil).Code)
+}
+
+// --- actions ---
+
+// expectShipmentActionStart expects one ShipmentAction start and captures
+// its action id.
+func expectShipmentActionStart(t *testing.T, tc *mocks.Client, orgID, shipmentID string, got *string) {
+	t.Helper()
+	run := mocks.NewWorkflowRun(t)
+	run.On("GetID").Return("x").Maybe()
+	run.On("GetRunID").Return("run-1").Maybe()
+	tc.On("ExecuteWorkflow", mock.Anything,
+		mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
+			org, ok := o.TypedSearchAttributes.GetKeyword(worker.OrganizationIDKey)
+			return strings.HasPrefix(o.ID, "shipment-action/") && o.TaskQueue == "fos-test" &&
+				o.WorkflowIDConflictPolicy == enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING &&
+				ok && org == orgID && o.Memo["shipmentId"] == shipmentID && o.ID == "shipment-action/"+o.Memo["actionId"].(string)
+		}),
+		mock.MatchedBy(func(fn any) bool {
+			return reflect.ValueOf(fn).Pointer() == reflect.ValueOf(workflows.ShipmentAction).Pointer()
+		}),
+		mock.MatchedBy(func(in workflows.ShipmentActionInput) bool {
+			*got = in.ActionID
+			return in.OrganizationID == orgID && in.ShipmentID == shipmentID
+		}),
+	).Return(run, nil).Once()
+}
+
+func TestShipmentActionStartsWorkflow(t *testing.T) {
+	tc := mocks.NewClient(t)
+	e, _ := shpEnv(t, func(d *Deps) { d.Temporal = tc })
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	sh := shpCreate(t, e, owner.caller, shpBody(orderID, acct))
+	id := sh["id"].(string)
+	path := "/api/v1/shipments/" + id + "/actions"
+	shpSetStatus(t, e, id, "in_transit")
+
+	key := e.apiKey(owner, "shipments:write")
+	var actionID string
+	expectShipmentActionStart(t, tc, owner.org, id, &actionID)
+	res := e.do(key, "POST", path, map[string]any{"actionType": "hold", "config": map[string]any{"reason": "customer_request", "notes": "call first"}})
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	require.Equal(t, map[string]any{"actionId": actionID, "status": "pending"}, res.Body)
+
+	// The record is pending; the shipment's status is unchanged.
+	res = e.do(owner.caller, "GET", path, nil)
+	require.Equal(t, 200, res.Code)
+	require.Len(t, res.list(), 1)
+	rec := res.list()[0]
+	require.Equal(t, actionID, rec["actionId"])
+	require.Equal(t, "pending", rec["status"])
+	require.Equal(t, "hold", rec["actionType"])
+	require.Equal(t, map[string]any{"reason": "customer_request", "notes": "call first"}, rec["config"])
+	require.Equal(t, "in_transit", rec["shipmentStatus"])
+	res = e.do(owner.caller, "GET", path+"/"+actionID, nil)
+	require.Equal(t, 200, res.Code)
+	require.Equal(t, actionID, res.data()["actionId"])
+	requireError(t, e.do(owner.caller, "GET", path+"/"+uuid.NewString(), nil), 404, "not_found")
+	require.Equal(t, "in_transit", e.do(owner.caller, "GET", "/api/v1/shipments/"+id, nil).data()["status"])
+
+	// Flat fields work too; each allowed type for its statuses.
+	for _, c := range []struct {
+		status string
+		body   map[string]any
+	}{
+		{"in_transit", map[string]any{"actionType": "redirect", "address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "wa", "zip": "98101"}}},
+		{"out_for_delivery", map[string]any{"actionType": "instructions", "instructions": "leave at back door"}},
+		{"out_for_delivery", map[string]any{"actionType": "hold", "reason": "other"}},
+		{"exception", map[string]any{"actionType": "redeliver", "config": map[string]any{"preferredDate": shpWeekday(3), "instructions": "after 5pm"}}},
+		{"exception", map[string]any{"actionType": "redeliver"}},
+	} {
+		shpSetStatus(t, e, id, c.status)
+		var got string
+		expectShipmentActionStart(t, tc, owner.org, id, &got)
+		res := e.do(owner.caller, "POST", path, c.body)
+		require.Equal(t, 202, res.Code, "%v: %s", c.body, res.Raw)
+		require.Equal(t, got, res.Body["actionId"])
+	}
+	res = e.do(owner.caller, "GET", path, nil)
+	require.Len(t, res.list(), 6)
+	require.Equal(t, map[string]any{"address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "WA", "zip": "98101", "country": "US"}},
+		res.list()[4]["config"])
+}
+
+func TestShipmentActionRefusals(t *testing.T) {
+	tc := mocks.NewClient(t)
+	e, _ := shpEnv(t, func(d *Deps) { d.Temporal = tc })
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	sh := shpCreate(t, e, owner.caller, shpBody(orderID, acct))
+	id := sh["id"].(string)
+	path := "/api/v1/shipments/" + id + "/actions"
+
+	// Validation.
+	long := strings.Repeat("x", 501)
+	for _, body := range []map[string]any{
+		{},
+		{"actionType": "teleport"},
+		{"actionType": "hold"},
+		{"actionType": "hold", "reason": "bored"},
+		{"actionType": "hold", "reason": "other", "notes": long},
+		{"actionType": "redirect"},
+		{"actionType": "redirect", "address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "WA"}},
+		{"actionType": "redirect", "address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "WA", "zip": "98101", "country": "Narnia"}},
+		{"actionType": "redeliver", "preferredDate": "someday"},
+		{"actionType": "redeliver", "instructions": long},
+		{"actionType": "instructions"},
+		{"actionType": "instructions", "config": map[string]any{"instructions": long}},
+		{"actionType": "hold", "config": "x"},
+	} {
+		requireError(t, e.do(owner.caller, "POST", path, body), 400, "validation_error")
+	}
+
+	// Not allowed in the shipment's status: 409.
+	for _, c := range []struct{ status, typ string }{
+		{"label_created", "hold"}, {"pending", "instructions"}, {"out_for_delivery", "redirect"}, {"in_transit", "redeliver"},
+		{"delivered", "hold"}, {"exception", "instructions"}, {"delivered", "redeliver"},
+	} {
+		shpSetStatus(t, e, id, c.status)
+		body := map[string]any{"actionType": c.typ, "reason": "other", "instructions": "x",
+			"address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "WA", "zip": "98101"}}
+		res := e.do(owner.caller, "POST", path, body)
+		requireError(t, res, 409, "conflict")
+		require.Contains(t, res.Body["error"].(map[string]any)["message"], c.status)
+	}
+
+	shpSetStatus(t, e, id, "in_transit")
+	hold := map[string]any{"actionType": "hold", "reason": "other"}
+	// Another organization's shipment, unknown ids, scope.
+	other := e.signup()
+	requireError(t, e.do(other.caller, "POST", path, hold), 404, "not_found")
+	requireError(t, e.do(other.caller, "GET", path, nil), 404, "not_found")
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments/"+uuid.NewString()+"/actions", hold), 404, "not_found")
+	requireError(t, e.do(e.apiKey(owner, "shipments:read"), "POST", path, hold), 403, "insufficient_scope")
+
+	// The account is no longer active.
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET status = 'inactive' WHERE id = $1`, acct)
+	require.NoError(t, err)
+	requireError(t, e.do(owner.caller, "POST", path, hold), 400, "carrier_account_not_active")
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET status = 'active' WHERE id = $1`, acct)
+	require.NoError(t, err)
+
+	// Temporal unavailable: 503, and no record is left behind.
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(nil, serviceerror.NewUnavailable("connection refused")).Once()
+	requireError(t, e.do(owner.caller, "POST", path, hold), 503, "temporal_unavailable")
+	require.Empty(t, e.do(owner.caller, "GET", path, nil).list())
+
+	bare, _ := shpEnv(t)
+	owner2 := bare.signup()
+	acct2 := shpAccount(t, bare, owner2.org, "carrier_a", "active", shpCarrierA())
+	order2, _ := shpOrder(t, bare, owner2.org, shpSeattle())
+	sh2 := shpCreate(t, bare, owner2.caller, shpBody(order2, acct2))
+	shpSetStatus(t, bare, sh2["id"].(string), "in_transit")
+	requireError(t, bare.do(owner2.caller, "POST", "/api/v1/shipments/"+sh2["id"].(string)+"/actions", hold), 503, "temporal_unavailable")
+}

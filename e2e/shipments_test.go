@@ -1,0 +1,190 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/server/temporaltest"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/fos-dev/fos/api"
+	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/sandboxapi"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
+	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
+)
+
+// shpStack is the service with the sandbox carriers in the API and worker.
+type shpStack struct {
+	*stack
+	store *store.Store
+	box   *secrets.Box
+}
+
+func startShipments(t *testing.T) *shpStack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	st := storetest.New(t)
+	box, err := secrets.NewBox(secrets.NewKey())
+	require.NoError(t, err)
+	sb := httptest.NewServer(sandboxapi.NewHandler())
+	t.Cleanup(sb.Close)
+	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
+
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c := ts.GetDefaultClient()
+	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
+	w := worker.New(c, taskQueue, worker.Deps{Store: st, Secrets: box, Carriers: reg, Logger: logger})
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	srv := httptest.NewServer(api.NewRouter(api.Deps{
+		Store: st, Logger: logger, Secrets: box, Carriers: reg, Temporal: c, TaskQueue: taskQueue, BaseURL: "http://fos.test",
+		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
+		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
+	}))
+	t.Cleanup(srv.Close)
+	return &shpStack{stack: &stack{t: t, api: srv, sandbox: sb, temporal: c}, store: st, box: box}
+}
+
+// waitForAction polls an action record until it leaves pending.
+func (s *shpStack) waitForAction(key, shipmentID, actionID string) map[string]any {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		rec := data(s.mustCall(200, key, "GET", "/api/v1/shipments/"+shipmentID+"/actions/"+actionID, nil))
+		if rec["status"] != "pending" {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("action %s still pending after 20s", actionID)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestShipmentActionEndToEnd(t *testing.T) {
+	s := startShipments(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	signup := data(s.mustCall(201, "", "POST", "/api/v1/auth/signup", map[string]any{
+		"email": "e2e-" + uuid.NewString()[:8] + "@example.com", "password": "correct horse", "first_name": "Ada", "last_name": "Lovelace", "organization_name": "E2E Ship",
+	}))
+	orgID := signup["organization"].(map[string]any)["id"].(string)
+	code, out := s.call(signup["access_token"].(string), orgID, "POST", "/api/v1/api-keys", map[string]any{
+		"name": "e2e", "scopes": []string{"shipments:read", "shipments:write"},
+	})
+	require.Equal(t, 201, code, "%v", out)
+	key := data(out)["key"].(string)
+
+	// A carrier_a account (the carrier accounts API is another part) and an order.
+	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"})
+	require.NoError(t, err)
+	acct := uuid.New()
+	_, err = s.store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels)
+		VALUES ($1, $2, 'FedEx', 'carrier_a', $3, true, true, true)`, acct, orgID, sealed)
+	require.NoError(t, err)
+	orderID := uuid.New()
+	_, err = s.store.Pool.Exec(ctx, `INSERT INTO orders (id, organization_id, external_id, status, customer, customer_email, shipping_address, line_items, totals, ordered_at)
+		VALUES ($1, $2, 'e2e-1', 'confirmed', '{"email": "c@example.com"}', 'c@example.com',
+		        '{"name": "Chloe Chen", "address1": "1 Pike St", "city": "Seattle", "provinceCode": "WA", "zip": "98101", "countryCode": "US"}',
+		        '[]', '{"total": 0}', now())`, orderID, orgID)
+	require.NoError(t, err)
+
+	sh := data(s.mustCall(201, key, "POST", "/api/v1/shipments", map[string]any{
+		"order_id": orderID.String(), "carrier_account_id": acct.String(), "service": "FEDEX_GROUND",
+		"parcels":   []any{map[string]any{"length": 12, "width": 10, "height": 8, "weight": 5, "unit": "lb"}},
+		"ship_from": map[string]any{"street": "10 Main St", "city": "Memphis", "state": "TN", "zip": "38103"},
+		"ship_date": time.Now().UTC().AddDate(0, 0, -2).Format("2006-01-02"),
+	}))
+	id := sh["id"].(string)
+	s.mustCall(200, key, "PATCH", "/api/v1/shipments/"+id, map[string]any{"status": "in_transit"})
+
+	// A hold goes to the carrier and completes; the shipment stays in transit.
+	out = s.mustCall(202, key, "POST", "/api/v1/shipments/"+id+"/actions", map[string]any{
+		"actionType": "hold", "config": map[string]any{"reason": "customer_request", "notes": "call first"},
+	})
+	require.Equal(t, "pending", out["status"])
+	actionID := out["actionId"].(string)
+	rec := s.waitForAction(key, id, actionID)
+	require.Equal(t, "completed", rec["status"], "%v", rec)
+	require.Regexp(t, `^DM\d{10}$`, rec["confirmationNumber"])
+	require.NotEmpty(t, rec["messages"])
+	require.Equal(t, "in_transit", data(s.mustCall(200, key, "GET", "/api/v1/shipments/"+id, nil))["status"])
+	var res workflows.ShipmentActionResult
+	require.NoError(t, s.temporal.GetWorkflow(ctx, workflows.ShipmentActionWorkflowID(actionID), "").Get(ctx, &res))
+	require.Equal(t, "completed", res.Status)
+	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.ShipmentActionWorkflowID(actionID), "")
+	require.NoError(t, err)
+	require.Contains(t, desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields(), "OrganizationId")
+
+	// The carrier does not know the number: the record fails with its error.
+	s.mustCall(200, key, "PATCH", "/api/v1/shipments/"+id, map[string]any{"tracking_number": "700000000000"})
+	out = s.mustCall(202, key, "POST", "/api/v1/shipments/"+id+"/actions", map[string]any{"actionType": "instructions", "instructions": "back door"})
+	rec = s.waitForAction(key, id, out["actionId"].(string))
+	require.Equal(t, "failed", rec["status"], "%v", rec)
+	require.Contains(t, rec["error"], "carrier_a")
+	run := s.temporal.GetWorkflow(ctx, workflows.ShipmentActionWorkflowID(out["actionId"].(string)), "")
+	require.Error(t, run.Get(ctx, nil), "the run shows as failed")
+	d, err := s.temporal.DescribeWorkflowExecution(ctx, run.GetID(), "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, d.GetWorkflowExecutionInfo().GetStatus())
+}
+
+func TestPickupCompletionScheduleEndToEnd(t *testing.T) {
+	s := startShipments(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	org := uuid.New()
+	_, err := s.store.Pool.Exec(ctx, `INSERT INTO organizations (id, name, slug) VALUES ($1, 'P', $2)`, org, "p-"+org.String())
+	require.NoError(t, err)
+	past, future := uuid.New(), uuid.New()
+	for id, date := range map[uuid.UUID]string{past: time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02"), future: time.Now().UTC().AddDate(0, 0, 1).Format("2006-01-02")} {
+		_, err := s.store.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier, status, pickup_address, pickup_date, ready_time, close_time)
+			VALUES ($1, $2, 'carrier_a', 'confirmed', '{}', $3, '09:00', '17:00')`, id, org, date)
+		require.NoError(t, err)
+	}
+
+	// Created, it runs at once; ensuring it again is a no-op update.
+	require.NoError(t, worker.EnsurePickupCompletionSchedule(ctx, s.temporal, taskQueue))
+	require.NoError(t, worker.EnsurePickupCompletionSchedule(ctx, s.temporal, taskQueue))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		p, err := store.PickupByID(ctx, s.store.Pool, org, past)
+		require.NoError(t, err)
+		if p.Status == store.PickupCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the past pickup was not completed by the schedule within 20s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	p, err := store.PickupByID(ctx, s.store.Pool, org, future)
+	require.NoError(t, err)
+	require.Equal(t, store.PickupConfirmed, p.Status)
+
+	desc, err := s.temporal.ScheduleClient().GetHandle(ctx, workflows.PickupCompletionScheduleID).Describe(ctx)
+	require.NoError(t, err)
+	require.Equal(t, worker.PickupCompletionInterval, desc.Schedule.Spec.Intervals[0].Every)
+	action := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	require.Equal(t, workflows.PickupCompletionWorkflowType, action.Workflow)
+	require.Equal(t, taskQueue, action.TaskQueue)
+	require.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, desc.Schedule.Policy.Overlap)
+}

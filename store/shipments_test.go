@@ -1,0 +1,227 @@
+package store_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
+)
+
+// shpTestFixture is an organization with an order and a carrier account.
+func shpTestFixture(t *testing.T, s *store.Store) (orgID, orderID, accountID uuid.UUID) {
+	t.Helper()
+	orgID, bridgeID := orderTestOrg(t, s)
+	o, err := store.CreateOrder(t.Context(), s.Pool, orderTestNew(orgID, bridgeID, uuid.NewString()))
+	require.NoError(t, err)
+	accountID = uuid.New()
+	_, err = s.Pool.Exec(t.Context(), `INSERT INTO carrier_accounts (id, organization_id, name, carrier, supports_labels, supports_pickup)
+		VALUES ($1, $2, 'A', 'carrier_a', true, true)`, accountID, orgID)
+	require.NoError(t, err)
+	return orgID, o.ID, accountID
+}
+
+func shpTestPending(t *testing.T, s *store.Store, orgID, orderID, accountID uuid.UUID) store.Shipment {
+	t.Helper()
+	d := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
+	sh, err := store.InsertPendingShipment(t.Context(), s.Pool, store.Shipment{
+		ID: uuid.New(), OrganizationID: orgID, OrderID: &orderID, CarrierAccountID: &accountID, Carrier: "carrier_a",
+		Service: "FEDEX_GROUND", ShipDate: &d, ShipFrom: json.RawMessage(`{"city":"Memphis"}`), ShipTo: json.RawMessage(`{"city":"Seattle"}`),
+		Parcels: json.RawMessage(`[{"weight":1}]`),
+	})
+	require.NoError(t, err)
+	return sh
+}
+
+func TestStoreShipmentLabelLifecycle(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, orderID, accountID := shpTestFixture(t, s)
+
+	sh := shpTestPending(t, s, orgID, orderID, accountID)
+	require.Equal(t, store.ShipmentPending, sh.Status)
+	require.False(t, sh.HasLabel())
+	require.NotNil(t, sh.BridgeID, "the order's bridge is copied")
+	require.JSONEq(t, `{}`, string(sh.Metadata))
+
+	// An order of another organization is not found.
+	otherOrg, otherOrder, _ := shpTestFixture(t, s)
+	_, err := store.InsertPendingShipment(ctx, s.Pool, store.Shipment{ID: uuid.New(), OrganizationID: orgID, OrderID: &otherOrder, Carrier: "carrier_a", Service: "X"})
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	doc := store.ShipmentLabelDoc{TrackingNumber: "700000000001", RateAmount: 12.34, RateCurrency: "USD", Format: "PDF",
+		ContentType: "application/pdf", Document: []byte("%PDF-1"), CarrierResponse: json.RawMessage(`{"zone":"8"}`)}
+	got, err := store.CompleteShipmentLabel(ctx, s.Pool, orgID, sh.ID, doc)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentLabelCreated, got.Status)
+	require.Equal(t, "700000000001", *got.TrackingNumber)
+	require.Equal(t, 12.34, *got.RateAmount)
+	require.Equal(t, "PDF", *got.LabelFormat)
+	require.Equal(t, 1, *got.LabelPieces)
+
+	// A second completion (a retried request) keeps the first label.
+	doc2 := doc
+	doc2.TrackingNumber, doc2.Document = "700000000002", []byte("%PDF-2")
+	got, err = store.CompleteShipmentLabel(ctx, s.Pool, orgID, sh.ID, doc2)
+	require.NoError(t, err)
+	require.Equal(t, "700000000001", *got.TrackingNumber)
+	l, err := store.ShipmentLabel(ctx, s.Pool, orgID, sh.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte("%PDF-1"), l.Document)
+	_, err = store.ShipmentLabel(ctx, s.Pool, otherOrg, sh.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = store.CompleteShipmentLabel(ctx, s.Pool, otherOrg, sh.ID, doc)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// Multi-package labels keep every piece.
+	sh2 := shpTestPending(t, s, orgID, orderID, accountID)
+	doc.TrackingNumbers, doc.Pieces = []string{"a", "b"}, [][]byte{[]byte("^XA1^XZ"), []byte("^XA2^XZ")}
+	_, err = store.CompleteShipmentLabel(ctx, s.Pool, orgID, sh2.ID, doc)
+	require.NoError(t, err)
+	l, err = store.ShipmentLabel(ctx, s.Pool, orgID, sh2.ID)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b"}, l.TrackingNumbers)
+	require.Len(t, l.PieceDocuments, 2)
+
+	// Patch: metadata merged, delivered stamps delivered_at.
+	tn := "X1"
+	tnp := &tn
+	st := store.ShipmentDelivered
+	got, err = store.PatchShipment(ctx, s, orgID, sh.ID, store.ShipmentPatch{Status: &st, TrackingNumber: &tnp, Metadata: map[string]any{"a": 1}})
+	require.NoError(t, err)
+	require.Equal(t, "X1", *got.TrackingNumber)
+	require.NotNil(t, got.DeliveredAt)
+	got, err = store.PatchShipment(ctx, s, orgID, sh.ID, store.ShipmentPatch{Metadata: map[string]any{"b": "x", "a": nil}})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"b":"x"}`, string(got.Metadata))
+	_, err = store.PatchShipment(ctx, s, otherOrg, sh.ID, store.ShipmentPatch{})
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// Orders of the include, in one query.
+	orders, err := store.ShipmentOrders(ctx, s.Pool, orgID, []uuid.UUID{orderID, otherOrder})
+	require.NoError(t, err)
+	require.Len(t, orders, 1)
+	require.Equal(t, "Ann Lee", orders[orderID].CustomerName)
+
+	// Delete removes the label too.
+	require.NoError(t, store.DeleteShipment(ctx, s.Pool, orgID, sh.ID))
+	require.ErrorIs(t, store.DeleteShipment(ctx, s.Pool, orgID, sh.ID), store.ErrNotFound)
+	_, err = store.ShipmentLabel(ctx, s.Pool, orgID, sh.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestStoreShipmentActions(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, orderID, accountID := shpTestFixture(t, s)
+	sh := shpTestPending(t, s, orgID, orderID, accountID)
+
+	wf := "shipment-action/x"
+	a, err := store.InsertShipmentAction(ctx, s.Pool, store.ShipmentAction{ID: uuid.New(), OrganizationID: orgID, ShipmentID: sh.ID,
+		ActionType: "hold", Config: json.RawMessage(`{"reason":"other"}`), ShipmentStatus: "in_transit", WorkflowID: &wf})
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionPending, a.Status)
+	require.Equal(t, []string{}, a.Messages)
+
+	ok, err := store.FinishShipmentAction(ctx, s.Pool, orgID, a.ID, store.ShipmentActionOutcome{
+		Status: store.ShipmentActionCompleted, ConfirmationNumber: "DM1", Messages: []string{"accepted"}, CarrierResponse: json.RawMessage(`{"x":1}`)})
+	require.NoError(t, err)
+	require.True(t, ok)
+	// The first outcome wins.
+	ok, err = store.FinishShipmentAction(ctx, s.Pool, orgID, a.ID, store.ShipmentActionOutcome{Status: store.ShipmentActionFailed, Error: "late"})
+	require.NoError(t, err)
+	require.False(t, ok)
+	got, err := store.ShipmentActionByID(ctx, s.Pool, orgID, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionCompleted, got.Status)
+	require.Equal(t, "DM1", *got.ConfirmationNumber)
+	require.Nil(t, got.Error)
+	require.NotNil(t, got.CompletedAt)
+
+	_, err = store.FinishShipmentAction(ctx, s.Pool, orgID, uuid.New(), store.ShipmentActionOutcome{Status: store.ShipmentActionFailed})
+	require.ErrorIs(t, err, store.ErrNotFound)
+	otherOrg, _, _ := shpTestFixture(t, s)
+	_, err = store.ShipmentActionByID(ctx, s.Pool, otherOrg, a.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	list, err := store.ShipmentActions(ctx, s.Pool, orgID, sh.ID)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	// Deleting the shipment deletes its actions.
+	require.NoError(t, store.DeleteShipment(ctx, s.Pool, orgID, sh.ID))
+	_, err = store.ShipmentActionByID(ctx, s.Pool, orgID, a.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestStorePickups(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, _, accountID := shpTestFixture(t, s)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	ins := func(status string, offset int) store.Pickup {
+		t.Helper()
+		conf := "CPU" + uuid.NewString()[:8]
+		p, err := store.InsertPickup(ctx, s.Pool, store.Pickup{ID: uuid.New(), OrganizationID: orgID, CarrierAccountID: &accountID,
+			Carrier: "carrier_a", ExternalID: &conf, Status: status, PickupAddress: json.RawMessage(`{"city":"Memphis"}`),
+			PickupDate: today.AddDate(0, 0, offset), ReadyTime: "09:00", CloseTime: "17:00", PackageCount: 1, ConfirmationNumber: &conf})
+		require.NoError(t, err)
+		return p
+	}
+	future := ins(store.PickupConfirmed, 1)
+	todays := ins(store.PickupConfirmed, 0)
+	past := ins(store.PickupConfirmed, -1)
+	cancelled := ins(store.PickupCancelled, -3)
+	require.Equal(t, store.PickupCompleted, past.StatusOn(time.Now()))
+	require.Equal(t, store.PickupConfirmed, todays.StatusOn(time.Now()), "today's pickup is still confirmed")
+
+	ids := func(f store.PickupFilter) []uuid.UUID {
+		f.Today, f.Limit = time.Now(), 100
+		list, total, err := store.ListPickups(ctx, s.Pool, orgID, f)
+		require.NoError(t, err)
+		require.Len(t, list, total)
+		out := []uuid.UUID{}
+		for _, p := range list {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	require.Equal(t, []uuid.UUID{future.ID, todays.ID, past.ID, cancelled.ID}, ids(store.PickupFilter{}))
+	require.Equal(t, []uuid.UUID{future.ID, todays.ID}, ids(store.PickupFilter{Status: store.PickupConfirmed}))
+	require.Equal(t, []uuid.UUID{past.ID}, ids(store.PickupFilter{Status: store.PickupCompleted}))
+	from, to := today.AddDate(0, 0, -1), today
+	require.Equal(t, []uuid.UUID{todays.ID, past.ID}, ids(store.PickupFilter{FromDate: &from, ToDate: &to}))
+
+	// The completion job persists it, once.
+	n, err := store.CompletePastPickups(ctx, s.Pool, time.Now())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, n, int64(1))
+	got, err := store.PickupByID(ctx, s.Pool, orgID, past.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.PickupCompleted, got.Status)
+	require.NotNil(t, got.CompletedAt)
+	got, err = store.PickupByID(ctx, s.Pool, orgID, todays.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.PickupConfirmed, got.Status)
+	require.Equal(t, []uuid.UUID{past.ID}, ids(store.PickupFilter{Status: store.PickupCompleted}))
+	n, err = store.CompletePastPickups(ctx, s.Pool, time.Now())
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	// Cancellation keeps the booking's response and adds the carrier's answer.
+	_, err = s.Pool.Exec(ctx, `UPDATE pickups SET carrier_response = '{"location":"TNMA"}' WHERE id = $1`, future.ID)
+	require.NoError(t, err)
+	reason := "not needed"
+	c, err := store.MarkPickupCancelled(ctx, s.Pool, orgID, future.ID, &reason, json.RawMessage(`{"messages":["ok"]}`))
+	require.NoError(t, err)
+	require.Equal(t, store.PickupCancelled, c.Status)
+	require.JSONEq(t, `{"location":"TNMA","cancellation":{"messages":["ok"]}}`, string(c.CarrierResponse))
+	require.Equal(t, "not needed", *c.CancelReason)
+
+	otherOrg, _, _ := shpTestFixture(t, s)
+	_, err = store.PickupByID(ctx, s.Pool, otherOrg, future.ID)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
