@@ -103,7 +103,7 @@ func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v validator
-	f := rateFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	l := store.Location{ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID}
 	l.Name = deref(f.str("name", true, locationMaxLen))
 	l.Street = f.str("street", false, locationMaxLen)
@@ -134,7 +134,7 @@ func (s *Server) updateLocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v validator
-	f := rateFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	var patch store.LocationPatch
 	if _, sent := body["name"]; sent {
 		patch.Name = f.str("name", true, locationMaxLen)

@@ -217,7 +217,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 // parseCreateOrder validates a create body, naming every problem at once.
 func parseCreateOrder(body map[string]any) (store.Order, error) {
 	var v validator
-	f := orderFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	var o store.Order
 	if id := f.str("bridge_id", true, 100); id != nil {
 		if u, err := uuid.Parse(*id); err != nil {
@@ -471,7 +471,7 @@ func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request) error {
 // parseOrderPatch validates an update body; absent fields stay as they are.
 func parseOrderPatch(body map[string]any) (store.OrderPatch, error) {
 	var v validator
-	f := orderFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	var p store.OrderPatch
 	if _, ok := body["status"]; ok {
 		st := f.enum("status", true, "", store.OrderStatuses)
@@ -617,58 +617,8 @@ func orderNumber(raw any) (float64, bool) {
 	return f, err == nil && !math.IsInf(f, 0)
 }
 
-// orderFields reads one JSON object of a request body (decoded as
-// map[string]any) and adds a field error for every problem, with paths
-// like line_items[0].sku, so one response names them all. A JSON null
-// counts as absent.
-type orderFields struct {
-	v    *validator
-	path string // "" for the body itself
-	m    map[string]any
-}
-
-func (f orderFields) name(key string) string {
-	if f.path == "" {
-		return key
-	}
-	return f.path + "." + key
-}
-
-func (f orderFields) get(key string, required bool) (any, bool) {
-	raw := f.m[key]
-	if raw == nil && required {
-		f.v.add(f.name(key), "is required")
-	}
-	return raw, raw != nil
-}
-
-// str is a trimmed string of at most max characters; blank is absent.
-func (f orderFields) str(key string, required bool, max int) *string {
-	raw, ok := f.get(key, required)
-	if !ok {
-		return nil
-	}
-	s, isStr := raw.(string)
-	if !isStr {
-		f.v.add(f.name(key), "must be a string")
-		return nil
-	}
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		if required {
-			f.v.add(f.name(key), "is required")
-		}
-		return nil
-	case utf8.RuneCountInString(s) > max:
-		f.v.add(f.name(key), fmt.Sprintf("must be at most %d characters", max))
-		return nil
-	}
-	return &s
-}
-
 // enum is one of allowed, or def when absent and optional.
-func (f orderFields) enum(key string, required bool, def string, allowed []string) string {
+func (f bodyFields) enum(key string, required bool, def string, allowed []string) string {
 	raw, ok := f.get(key, required)
 	if !ok {
 		return def
@@ -683,7 +633,7 @@ func (f orderFields) enum(key string, required bool, def string, allowed []strin
 }
 
 // money is a required number from 0 to orderMaxMoney.
-func (f orderFields) money(key string) *float64 {
+func (f bodyFields) money(key string) *float64 {
 	raw, ok := f.get(key, true)
 	if !ok {
 		return nil
@@ -703,7 +653,7 @@ func (f orderFields) money(key string) *float64 {
 }
 
 // quantity is a required positive integer.
-func (f orderFields) quantity(key string) {
+func (f bodyFields) quantity(key string) {
 	raw, ok := f.get(key, true)
 	if !ok {
 		return
@@ -715,7 +665,7 @@ func (f orderFields) quantity(key string) {
 }
 
 // boolean is a required true or false.
-func (f orderFields) boolean(key string) {
+func (f bodyFields) requiredBool(key string) {
 	raw, ok := f.get(key, true)
 	if !ok {
 		return
@@ -725,22 +675,8 @@ func (f orderFields) boolean(key string) {
 	}
 }
 
-// object is a nested object.
-func (f orderFields) object(key string, required bool) (orderFields, bool) {
-	raw, ok := f.get(key, required)
-	if !ok {
-		return orderFields{}, false
-	}
-	m, isObj := raw.(map[string]any)
-	if !isObj {
-		f.v.add(f.name(key), "must be an object")
-		return orderFields{}, false
-	}
-	return orderFields{v: f.v, path: f.name(key), m: m}, true
-}
-
 // rawObject is an object kept as JSON; nil when absent.
-func (f orderFields) rawObject(key string, required bool) json.RawMessage {
+func (f bodyFields) rawObject(key string, required bool) json.RawMessage {
 	o, ok := f.object(key, required)
 	if !ok {
 		return nil
@@ -749,7 +685,7 @@ func (f orderFields) rawObject(key string, required bool) json.RawMessage {
 }
 
 // tags is an optional array of 1-100 character strings.
-func (f orderFields) tags(key string) []string {
+func (f bodyFields) tags(key string) []string {
 	raw, ok := f.get(key, false)
 	if !ok {
 		return nil
@@ -781,7 +717,7 @@ func (f orderFields) tags(key string) []string {
 }
 
 // lineItems is the required, non-empty array of line items, kept as JSON.
-func (f orderFields) lineItems(key string) json.RawMessage {
+func (f bodyFields) lineItems(key string) json.RawMessage {
 	raw, ok := f.get(key, true)
 	if !ok {
 		return nil
@@ -805,14 +741,14 @@ func (f orderFields) lineItems(key string) json.RawMessage {
 			f.v.add(path, "must be an object")
 			continue
 		}
-		li := orderFields{v: f.v, path: path, m: m}
+		li := bodyFields{v: f.v, path: path, m: m}
 		li.str("sku", true, 255)
 		li.str("name", true, 500)
 		li.quantity("quantity")
 		li.money("unitPrice")
 		li.money("totalPrice")
-		li.boolean("requiresShipping")
-		li.boolean("taxable")
+		li.requiredBool("requiresShipping")
+		li.requiredBool("taxable")
 	}
 	return orderJSONOf(arr)
 }

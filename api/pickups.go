@@ -182,7 +182,7 @@ type pickupCreate struct {
 
 func parseCreatePickup(body orderBody) (pickupCreate, error) {
 	var v validator
-	f := orderFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	c := pickupCreate{packages: 1}
 	if id := f.str("carrierAccountId", true, 100); id != nil {
 		u, err := uuid.Parse(*id)
@@ -250,7 +250,7 @@ func parseCreatePickup(body orderBody) (pickupCreate, error) {
 }
 
 // pickupWeight reads totalWeight: a number of pounds or {value, unit}.
-func pickupWeight(f orderFields, raw any) *pickupWeightJSON {
+func pickupWeight(f bodyFields, raw any) *pickupWeightJSON {
 	const msg = "must be a positive number of pounds or {value, unit: lb|kg}"
 	if n, ok := orderNumber(raw); ok {
 		if n <= 0 || n > pickupMaxWeight {
@@ -264,7 +264,7 @@ func pickupWeight(f orderFields, raw any) *pickupWeightJSON {
 		f.v.add("totalWeight", msg)
 		return nil
 	}
-	wf := orderFields{v: f.v, path: "totalWeight", m: m}
+	wf := bodyFields{v: f.v, path: "totalWeight", m: m}
 	n := shipmentPositive(wf, "value", pickupMaxWeight)
 	unit := strings.ToLower(deref(wf.str("unit", false, 5)))
 	if unit == "" {

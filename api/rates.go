@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -183,7 +182,7 @@ func (s *Server) quoteRates(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v validator
-	f := rateFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	in := rateInput{}
 	if a, ok := f.address("shipFrom", true); ok {
 		in.from = a
@@ -201,7 +200,7 @@ func (s *Server) quoteRates(w http.ResponseWriter, r *http.Request) error {
 
 // rateOptions reads shipDate, serviceType, residential, carrier and
 // carrierAccountId (all optional).
-func (f rateFields) rateOptions(in *rateInput) {
+func (f bodyFields) rateOptions(in *rateInput) {
 	in.shipDate = rateToday()
 	if d := f.str("shipDate", false, 10); d != nil {
 		t, err := time.Parse("2006-01-02", *d)
@@ -225,7 +224,7 @@ func (f rateFields) rateOptions(in *rateInput) {
 	f.selection(&in.sel)
 }
 
-func (f rateFields) selection(sel *rateSelection) {
+func (f bodyFields) selection(sel *rateSelection) {
 	if c := f.str("carrier", false, 50); c != nil && f.v.oneOf(f.name("carrier"), *c, carriers.Codes()...) {
 		sel.carrier = *c
 	}
@@ -421,7 +420,7 @@ func (s *Server) quoteRatesFromOrder(w http.ResponseWriter, r *http.Request) err
 	}
 
 	var v validator
-	f := rateFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	in := rateInput{}
 	// Extensions: shipDate, serviceType and residential work as on /rates.
 	f.rateOptions(&in)
@@ -437,7 +436,7 @@ func (s *Server) quoteRatesFromOrder(w http.ResponseWriter, r *http.Request) err
 	if err := json.Unmarshal(o.ShippingAddress, &sa); err != nil || sa == nil {
 		return errValidation(FieldError{Field: "order.shipping_address", Message: "must be an object"})
 	}
-	in.to, _ = rateFields{v: &v, m: map[string]any{"shipping_address": orderAddressFields(sa)}, path: "order"}.address("shipping_address", true)
+	in.to, _ = bodyFields{v: &v, m: map[string]any{"shipping_address": orderAddressFields(sa)}, path: "order"}.address("shipping_address", true)
 	if err := v.err(); err != nil {
 		return err
 	}
@@ -694,7 +693,7 @@ func (s *Server) createRateSnapshot(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	var v validator
-	f := rateFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	snap := store.RateSnapshot{ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID}
 	var sel rateSelection
 	if id := f.str("carrierAccountId", true, 100); id != nil {
@@ -839,57 +838,8 @@ func (b *rateBody) UnmarshalJSON(raw []byte) error {
 	return nil
 }
 
-// rateFields reads one JSON object of a request body and adds a field
-// error for every problem, with paths like packages[0].weight.unit, so one
-// response names them all. A JSON null counts as absent.
-type rateFields struct {
-	v    *validator
-	path string
-	m    map[string]any
-}
-
-func (f rateFields) name(key string) string {
-	if f.path == "" {
-		return key
-	}
-	return f.path + "." + key
-}
-
-func (f rateFields) get(key string, required bool) (any, bool) {
-	raw := f.m[key]
-	if raw == nil && required {
-		f.v.add(f.name(key), "is required")
-	}
-	return raw, raw != nil
-}
-
-// str is a trimmed string of at most max characters; blank is absent.
-func (f rateFields) str(key string, required bool, max int) *string {
-	raw, ok := f.get(key, required)
-	if !ok {
-		return nil
-	}
-	s, isStr := raw.(string)
-	if !isStr {
-		f.v.add(f.name(key), "must be a string")
-		return nil
-	}
-	s = strings.TrimSpace(s)
-	switch {
-	case s == "":
-		if required {
-			f.v.add(f.name(key), "is required")
-		}
-		return nil
-	case utf8.RuneCountInString(s) > max:
-		f.v.add(f.name(key), fmt.Sprintf("must be at most %d characters", max))
-		return nil
-	}
-	return &s
-}
-
 // number is a number in [lo, hi] (an integer when integer is set).
-func (f rateFields) number(key string, required bool, lo, hi float64, integer bool) *float64 {
+func (f bodyFields) number(key string, required bool, lo, hi float64, integer bool) *float64 {
 	raw, ok := f.get(key, required)
 	if !ok {
 		return nil
@@ -921,7 +871,7 @@ func rateNumber(raw any) (float64, bool) {
 	return 0, false
 }
 
-func (f rateFields) boolean(key string, required bool) *bool {
+func (f bodyFields) boolean(key string, required bool) *bool {
 	raw, ok := f.get(key, required)
 	if !ok {
 		return nil
@@ -935,7 +885,7 @@ func (f rateFields) boolean(key string, required bool) *bool {
 }
 
 // timestamp is an optional ISO 8601 timestamp (a date alone is midnight UTC).
-func (f rateFields) timestamp(key string) *time.Time {
+func (f bodyFields) timestamp(key string) *time.Time {
 	s := f.str(key, false, 64)
 	if s == nil {
 		return nil
@@ -949,22 +899,9 @@ func (f rateFields) timestamp(key string) *time.Time {
 	return nil
 }
 
-func (f rateFields) object(key string, required bool) (rateFields, bool) {
-	raw, ok := f.get(key, required)
-	if !ok {
-		return rateFields{}, false
-	}
-	m, isObj := raw.(map[string]any)
-	if !isObj {
-		f.v.add(f.name(key), "must be an object")
-		return rateFields{}, false
-	}
-	return rateFields{v: f.v, path: f.name(key), m: m}, true
-}
-
 // address reads an Address: address1, city, countryCode (two letters) and
 // zip required; address2, province, provinceCode, country optional.
-func (f rateFields) address(key string, required bool) (rateAddressJSON, bool) {
+func (f bodyFields) address(key string, required bool) (rateAddressJSON, bool) {
 	o, ok := f.object(key, required)
 	if !ok {
 		return rateAddressJSON{}, false
@@ -994,7 +931,7 @@ func (f rateFields) address(key string, required bool) (rateAddressJSON, bool) {
 
 // packages reads the required, non-empty array of packages; nil when it
 // is missing or wrong.
-func (f rateFields) packages(key string) []ratePackageJSON {
+func (f bodyFields) packages(key string) []ratePackageJSON {
 	raw, ok := f.get(key, true)
 	if !ok {
 		return nil
@@ -1020,7 +957,7 @@ func (f rateFields) packages(key string) []ratePackageJSON {
 			f.v.add(path, "must be an object")
 			continue
 		}
-		p := rateFields{v: f.v, path: path, m: m}
+		p := bodyFields{v: f.v, path: path, m: m}
 		pkg := ratePackageJSON{DimensionUnit: carriers.UnitIN}
 		if w, ok := p.object("weight", true); ok {
 			if n := w.number("value", true, 0, rateMaxWeight, false); n != nil {

@@ -557,7 +557,7 @@ type shipmentCreate struct {
 // parseCreateShipment validates a create body, naming every problem at once.
 func parseCreateShipment(body orderBody) (shipmentCreate, error) {
 	var v validator
-	f := orderFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	var c shipmentCreate
 	c.orderID = shipmentUUIDField(f, "order_id")
 	c.accountID = shipmentUUIDField(f, "carrier_account_id")
@@ -587,7 +587,7 @@ func parseCreateShipment(body orderBody) (shipmentCreate, error) {
 	return c, v.err()
 }
 
-func shipmentUUIDField(f orderFields, key string) uuid.UUID {
+func shipmentUUIDField(f bodyFields, key string) uuid.UUID {
 	s := f.str(key, true, 100)
 	if s == nil {
 		return uuid.Nil
@@ -617,7 +617,7 @@ func shipmentParseDate(s string) (time.Time, bool) {
 }
 
 // shipmentParcels is the required array of 1-50 parcels.
-func shipmentParcels(f orderFields, key string) []shipmentParcel {
+func shipmentParcels(f bodyFields, key string) []shipmentParcel {
 	raw, ok := f.get(key, true)
 	if !ok {
 		return nil
@@ -642,7 +642,7 @@ func shipmentParcels(f orderFields, key string) []shipmentParcel {
 			f.v.add(path, "must be an object")
 			continue
 		}
-		pf := orderFields{v: f.v, path: path, m: m}
+		pf := bodyFields{v: f.v, path: path, m: m}
 		var p shipmentParcel
 		p.Length = shipmentPositive(pf, "length", shipmentMaxDimension)
 		p.Width = shipmentPositive(pf, "width", shipmentMaxDimension)
@@ -663,7 +663,7 @@ func shipmentParcels(f orderFields, key string) []shipmentParcel {
 }
 
 // shipmentPositive is a required number above 0 and at most hi.
-func shipmentPositive(f orderFields, key string, hi float64) float64 {
+func shipmentPositive(f bodyFields, key string, hi float64) float64 {
 	raw, ok := f.get(key, true)
 	if !ok {
 		return 0
@@ -973,7 +973,7 @@ func (s *Server) updateShipment(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v validator
-	f := orderFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	var p store.ShipmentPatch
 	if _, ok := body["status"]; ok {
 		st := f.enum("status", true, "", store.ShipmentStatuses)
@@ -1111,7 +1111,7 @@ func toShipmentActionJSON(a store.ShipmentAction) shipmentActionJSON {
 // given inside a config object or at the top level of the body.
 func parseShipmentAction(body orderBody) (string, store.ShipmentActionConfig, error) {
 	var v validator
-	f := orderFields{v: &v, m: body}
+	f := bodyFields{v: &v, m: body}
 	typ := f.enum("actionType", true, "", shipmentActionTypes)
 	cfgF := f
 	if raw, ok := body["config"]; ok && raw != nil {
