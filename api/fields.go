@@ -1,6 +1,9 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -68,4 +71,26 @@ func (f bodyFields) object(key string, required bool) (bodyFields, bool) {
 		return bodyFields{}, false
 	}
 	return bodyFields{v: f.v, path: f.name(key), m: m}, true
+}
+
+// jsonBody is a request body decoded as an object with its numbers kept as
+// written (json.Number), so large integer ids inside metadata, source data,
+// raw carrier responses or addresses are stored exactly, not rounded
+// through float64.
+type jsonBody map[string]any
+
+func (b *jsonBody) UnmarshalJSON(raw []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			// Not an object: reported by decodeJSON as invalid_json.
+			return &json.UnmarshalTypeError{Value: typeErr.Value, Type: typeErr.Type}
+		}
+		return err
+	}
+	*b = m
+	return nil
 }

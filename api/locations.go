@@ -98,7 +98,7 @@ func (s *Server) getLocation(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) error {
-	var body rateBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ func (s *Server) updateLocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body rateBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}

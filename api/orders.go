@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -181,7 +180,7 @@ func orderActor(p *auth.Principal) store.OrderActor {
 // --- create ---
 
 func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
-	var body orderBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -446,7 +445,7 @@ func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body orderBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -586,26 +585,6 @@ func (s *Server) addOrderNote(w http.ResponseWriter, r *http.Request) error {
 
 // --- body validation ---
 
-// orderBody is a request body decoded with its numbers kept as written
-// (json.Number), so that large integer ids inside metadata, source_data or
-// addresses are stored exactly, not rounded through float64.
-type orderBody map[string]any
-
-func (b *orderBody) UnmarshalJSON(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			// Not an object: reported by decodeJSON as invalid_json.
-			return &json.UnmarshalTypeError{Value: typeErr.Value, Type: typeErr.Type}
-		}
-		return err
-	}
-	*b = m
-	return nil
-}
 
 // orderNumber is a JSON number as float64.
 func orderNumber(raw any) (float64, bool) {

@@ -180,7 +180,7 @@ type pickupCreate struct {
 	metadata    json.RawMessage
 }
 
-func parseCreatePickup(body orderBody) (pickupCreate, error) {
+func parseCreatePickup(body jsonBody) (pickupCreate, error) {
 	var v validator
 	f := bodyFields{v: &v, m: body}
 	c := pickupCreate{packages: 1}
@@ -297,7 +297,7 @@ type pickupCarrierResponse struct {
 }
 
 func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
-	var body orderBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -177,7 +176,7 @@ type rateSelection struct {
 }
 
 func (s *Server) quoteRates(w http.ResponseWriter, r *http.Request) error {
-	var body rateBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -406,7 +405,7 @@ func (s *Server) quoteRatesFromOrder(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	var body rateBody
+	var body jsonBody
 	if err := decodeOptionalJSON(r, &body); err != nil {
 		return err
 	}
@@ -688,7 +687,7 @@ func toRateSnapshotJSON(s store.RateSnapshot) rateSnapshotJSON {
 }
 
 func (s *Server) createRateSnapshot(w http.ResponseWriter, r *http.Request) error {
-	var body rateBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -817,26 +816,6 @@ func rateIsLetters(s string) bool {
 
 // ---- body reading ----
 
-// rateBody is a request body decoded with numbers kept as written
-// (json.Number), so that rawResponse and breakdown are stored exactly.
-// A JSON null body reads as an empty object.
-type rateBody map[string]any
-
-func (b *rateBody) UnmarshalJSON(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			// Not an object: decodeJSON reports invalid_json.
-			return &json.UnmarshalTypeError{Value: typeErr.Value, Type: typeErr.Type}
-		}
-		return err
-	}
-	*b = m
-	return nil
-}
 
 // number is a number in [lo, hi] (an integer when integer is set).
 func (f bodyFields) number(key string, required bool, lo, hi float64, integer bool) *float64 {

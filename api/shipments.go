@@ -555,7 +555,7 @@ type shipmentCreate struct {
 }
 
 // parseCreateShipment validates a create body, naming every problem at once.
-func parseCreateShipment(body orderBody) (shipmentCreate, error) {
+func parseCreateShipment(body jsonBody) (shipmentCreate, error) {
 	var v validator
 	f := bodyFields{v: &v, m: body}
 	var c shipmentCreate
@@ -791,7 +791,7 @@ func (s *Server) shipmentAdapter(acct store.CarrierAccount) (carriers.Carrier, c
 }
 
 func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
-	var body orderBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -960,7 +960,7 @@ func (s *Server) updateShipment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body orderBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
@@ -1109,7 +1109,7 @@ func toShipmentActionJSON(a store.ShipmentAction) shipmentActionJSON {
 
 // parseShipmentAction validates an action body: actionType and its fields,
 // given inside a config object or at the top level of the body.
-func parseShipmentAction(body orderBody) (string, store.ShipmentActionConfig, error) {
+func parseShipmentAction(body jsonBody) (string, store.ShipmentActionConfig, error) {
 	var v validator
 	f := bodyFields{v: &v, m: body}
 	typ := f.enum("actionType", true, "", shipmentActionTypes)
@@ -1170,7 +1170,7 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	var body orderBody
+	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
