@@ -3,10 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,18 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/server/temporaltest"
-	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/fos-dev/fos/api"
-	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
-	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/store/storetest"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
@@ -40,43 +30,8 @@ type regStack struct {
 }
 
 func startWithCarriers(t *testing.T) *regStack {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	st := storetest.New(t)
-	box, err := secrets.NewBox(secrets.NewKey())
-	require.NoError(t, err)
-	sb := httptest.NewServer(sandboxapi.NewHandler())
-	t.Cleanup(sb.Close)
-	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
-
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
-	w := worker.New(c, taskQueue, worker.Deps{
-		Store: st, Secrets: box, Carriers: reg, Logger: logger,
-		Platforms: platforms.NewSandboxRegistry(sb.URL, sb.Client()),
-	})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-
-	srv := httptest.NewServer(api.NewRouter(api.Deps{
-		Store:     st,
-		Logger:    logger,
-		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
-		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
-		Secrets:   box,
-		Carriers:  reg,
-		Temporal:  c,
-		TaskQueue: taskQueue,
-		BaseURL:   "http://fos.test",
-	}))
-	t.Cleanup(srv.Close)
-	return &regStack{stack: &stack{t: t, api: srv, sandbox: sb, temporal: c}, store: st, box: box}
+	s := start(t)
+	return &regStack{stack: s, store: s.store, box: s.box}
 }
 
 func regBody(number string, isTest bool) map[string]any {

@@ -28,9 +28,11 @@ import (
 
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
@@ -40,12 +42,16 @@ func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 
 const taskQueue = "fos-e2e"
 
-// stack is the running service.
+// stack is the running service: real router, real worker, an in-process
+// Temporal server, PostgreSQL and the sandbox platforms and carriers.
 type stack struct {
 	t        *testing.T
 	api      *httptest.Server
 	sandbox  *httptest.Server
 	temporal client.Client
+	store    *store.Store
+	box      *secrets.Box
+	reg      *carriers.Registry
 }
 
 func start(t *testing.T) *stack {
@@ -62,6 +68,7 @@ func start(t *testing.T) *stack {
 
 	sb := httptest.NewServer(sandboxapi.NewHandler())
 	t.Cleanup(sb.Close)
+	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
 
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c := ts.GetDefaultClient()
@@ -73,6 +80,7 @@ func start(t *testing.T) *stack {
 		Store:     st,
 		Secrets:   box,
 		Platforms: platforms.NewSandboxRegistry(sb.URL, sb.Client()),
+		Carriers:  reg,
 		Logger:    logger,
 	})
 	require.NoError(t, w.Start())
@@ -84,12 +92,13 @@ func start(t *testing.T) *stack {
 		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
 		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
 		Secrets:   box,
+		Carriers:  reg,
 		Temporal:  c,
 		TaskQueue: taskQueue,
 		BaseURL:   "http://fos.test",
 	}))
 	t.Cleanup(srv.Close)
-	return &stack{t: t, api: srv, sandbox: sb, temporal: c}
+	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, reg: reg}
 }
 
 // call sends a request to the API and decodes the JSON answer.

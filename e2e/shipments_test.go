@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -12,16 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/server/temporaltest"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/fos-dev/fos/api"
-	"github.com/fos-dev/fos/auth"
-	"github.com/fos-dev/fos/carriers"
-	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/store/storetest"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
@@ -34,31 +24,8 @@ type shpStack struct {
 }
 
 func startShipments(t *testing.T) *shpStack {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	st := storetest.New(t)
-	box, err := secrets.NewBox(secrets.NewKey())
-	require.NoError(t, err)
-	sb := httptest.NewServer(sandboxapi.NewHandler())
-	t.Cleanup(sb.Close)
-	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
-
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
-	w := worker.New(c, taskQueue, worker.Deps{Store: st, Secrets: box, Carriers: reg, Logger: logger})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-
-	srv := httptest.NewServer(api.NewRouter(api.Deps{
-		Store: st, Logger: logger, Secrets: box, Carriers: reg, Temporal: c, TaskQueue: taskQueue, BaseURL: "http://fos.test",
-		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
-		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
-	}))
-	t.Cleanup(srv.Close)
-	return &shpStack{stack: &stack{t: t, api: srv, sandbox: sb, temporal: c}, store: st, box: box}
+	s := start(t)
+	return &shpStack{stack: s, store: s.store, box: s.box}
 }
 
 // waitForAction polls an action record until it leaves pending.

@@ -2,10 +2,6 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -13,17 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/server/temporaltest"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/fos-dev/fos/api"
-	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
-	"github.com/fos-dev/fos/platforms"
-	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/store/storetest"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
@@ -38,42 +27,8 @@ type trackingStack struct {
 }
 
 func startTracking(t *testing.T) *trackingStack {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	st := storetest.New(t)
-	box, err := secrets.NewBox(secrets.NewKey())
-	require.NoError(t, err)
-	sb := httptest.NewServer(sandboxapi.NewHandler())
-	t.Cleanup(sb.Close)
-	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
-
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c := ts.GetDefaultClient()
-	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
-	w := worker.New(c, taskQueue, worker.Deps{
-		Store: st, Secrets: box, Platforms: platforms.NewSandboxRegistry(sb.URL, sb.Client()), Carriers: reg, Logger: logger,
-	})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
-
-	srv := httptest.NewServer(api.NewRouter(api.Deps{
-		Store:     st,
-		Logger:    logger,
-		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
-		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
-		Secrets:   box,
-		Carriers:  reg,
-		Temporal:  c,
-		TaskQueue: taskQueue,
-		BaseURL:   "http://fos.test",
-	}))
-	t.Cleanup(srv.Close)
-	return &trackingStack{stack: &stack{t: t, api: srv, sandbox: sb, temporal: c}, store: st, box: box, reg: reg}
+	s := start(t)
+	return &trackingStack{stack: s, store: s.store, box: s.box, reg: s.reg}
 }
 
 func TestTrackingPollerEndToEnd(t *testing.T) {
