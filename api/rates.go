@@ -770,6 +770,10 @@ func (s *Server) createRateSnapshot(w http.ResponseWriter, r *http.Request) erro
 	if errors.Is(err, store.ErrNotFound) { // the account was deleted meanwhile
 		return errValidation(FieldError{Field: "carrierAccountId", Message: "must be a carrier account of this organization"})
 	}
+	if store.IsConstraint(err, "rate_snapshots_check") {
+		// expiresAt passed between the check above and the database's now().
+		return errValidation(FieldError{Field: "expiresAt", Message: "must be in the future"})
+	}
 	if err != nil {
 		return err
 	}

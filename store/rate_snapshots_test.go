@@ -89,3 +89,17 @@ func TestStoreRateSnapshot(t *testing.T) {
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM rate_snapshots WHERE organization_id = $1`, org).Scan(&left))
 	require.Zero(t, left)
 }
+
+// An expiry the database's clock has already passed is the client's error:
+// the check violation maps to ErrInvalidInput (a 400), never a 500.
+func TestStoreRateSnapshotExpiredIsInvalidInput(t *testing.T) {
+	ctx := t.Context()
+	s := storetest.New(t)
+	org := bridgeTestOrg(t, s)
+	acct := snapTestAccount(t, s, org)
+	n := snapTestNew(org, acct)
+	n.ExpiresAt = time.Now().Add(-time.Second)
+	_, err := store.CreateRateSnapshot(ctx, s.Pool, n)
+	require.ErrorIs(t, err, store.ErrInvalidInput)
+	require.True(t, store.IsConstraint(err, "rate_snapshots_check"))
+}

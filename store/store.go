@@ -126,6 +126,8 @@ func mapErr(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		case "22P02": // invalid_text_representation (e.g. a malformed uuid)
 			return ErrNotFound
+		case "23514": // check_violation: the value broke a rule of the table
+			return fmt.Errorf("%w: %w", ErrInvalidInput, err)
 		case "22021", "22P05", "22001", "22003": // bad character, untranslatable, too long, out of range
 			return fmt.Errorf("%w: %s", ErrInvalidInput, pgErr.Message)
 		}
