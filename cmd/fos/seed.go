@@ -150,6 +150,10 @@ func seedDemo(ctx context.Context, svc *services, deps api.Deps) (*seedResult, e
 		}
 	}
 
+	if err := seedShipping(ctx, c); err != nil {
+		return nil, err
+	}
+
 	// Orders: the sandbox storefront's catalog, created through the API.
 	reg := platformRegistry(svc.cfg, svc.log)
 	for _, b := range bridges.Data {
@@ -173,6 +177,61 @@ func seedDemo(ctx context.Context, svc *services, deps api.Deps) (*seedResult, e
 		}
 	}
 	return &seedResult{OrgID: c.org, OrgName: demoOrgName, Email: demoEmail, Password: demoPassword, APIKey: key.Data.Key}, nil
+}
+
+// seedShipping gives the demo organization a warehouse (its default
+// location, the origin of rates and labels) and a sandbox account with each
+// carrier, carrier_a through its registration flow (isTest: no MFA).
+func seedShipping(ctx context.Context, c *seedClient) error {
+	var list struct {
+		Pagination struct {
+			Total int `json:"total"`
+		} `json:"pagination"`
+	}
+	if _, err := c.call(ctx, "GET", "/api/v1/locations", nil, &list); err != nil {
+		return err
+	}
+	if list.Pagination.Total == 0 {
+		var loc struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if _, err := c.call(ctx, "POST", "/api/v1/locations", map[string]any{
+			"name": "Demo warehouse", "street": "500 Terry Francois Blvd", "city": "San Francisco",
+			"province": "CA", "zip": "94158", "country": "US",
+		}, &loc); err != nil {
+			return err
+		}
+		if _, err := c.call(ctx, "PATCH", "/api/v1/organizations", map[string]any{
+			"settings": map[string]any{"default_location_id": loc.Data.ID},
+		}, nil); err != nil {
+			return err
+		}
+	}
+
+	if _, err := c.call(ctx, "GET", "/api/v1/carrier-accounts", nil, &list); err != nil {
+		return err
+	}
+	if list.Pagination.Total > 0 {
+		return nil
+	}
+	if _, err := c.call(ctx, "POST", "/api/v1/carrier-accounts/carrier_a/register", map[string]any{
+		"accountNumber": "123456789", "customerName": demoOrgName, "name": "Demo carrier A", "isTest": true,
+		"address": map[string]any{"streetLines": []string{"500 Terry Francois Blvd"}, "city": "San Francisco",
+			"stateOrProvinceCode": "CA", "postalCode": "94158", "countryCode": "US"},
+	}, nil); err != nil {
+		return err
+	}
+	for _, a := range []map[string]any{
+		{"name": "Demo carrier B", "carrier": "carrier_b", "credentials": map[string]any{"clientId": "demo-client", "clientSecret": "demo-secret", "accountNumber": "A1B2C3"}},
+		{"name": "Demo carrier C", "carrier": "carrier_c", "credentials": map[string]any{"apiKey": "demo-api-key"}},
+	} {
+		if _, err := c.call(ctx, "POST", "/api/v1/carrier-accounts", a, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // orderCreateBody maps a platform order onto the create-order request.
