@@ -164,16 +164,36 @@ func CarrierShipmentAction(act store.ShipmentAction, trackingNumber string) (car
 
 // ShipmentCarrierError maps a carrier adapter error to an activity error:
 // retryable failures (network, 429, 5xx) stay retryable, every other one is
-// a non-retryable rejection. Messages never carry credentials.
+// a non-retryable rejection. Its message is CarrierErrorMessage (never
+// credentials, internal addresses or Go error text); the cause keeps the
+// detail.
 func ShipmentCarrierError(err error) error {
-	msg := err.Error()
-	if ce, ok := carriers.AsError(err); ok {
-		msg = ce.Error()
-	}
+	msg := CarrierErrorMessage(err)
 	if carriers.IsRetryable(err) {
 		return temporal.NewApplicationErrorWithCause(msg, ErrTypeShipmentCarrierUnavailable, err)
 	}
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeShipmentActionRejected, err)
+}
+
+// CarrierErrorMessage is what a client may read of a failed carrier call:
+// the carrier's own code and message when the carrier answered, a timeout,
+// or a generic message. The text of network, decoding and internal errors
+// (which may name internal addresses) is never part of it: log that
+// separately.
+func CarrierErrorMessage(err error) string {
+	timedOut := errors.Is(err, context.DeadlineExceeded)
+	ce, ok := carriers.AsError(err)
+	switch {
+	case timedOut:
+		return "the carrier did not answer in time"
+	case !ok:
+		return "the carrier could not be called"
+	case ce.Code == carriers.ErrCodeNetwork:
+		return "the carrier could not be reached"
+	case ce.Code == carriers.ErrCodeBadResponse:
+		return "the carrier's answer could not be read"
+	}
+	return ce.Error()
 }
 
 func shipmentActionRejected(msg string) error {

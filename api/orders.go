@@ -585,7 +585,6 @@ func (s *Server) addOrderNote(w http.ResponseWriter, r *http.Request) error {
 
 // --- body validation ---
 
-
 // orderNumber is a JSON number as float64.
 func orderNumber(raw any) (float64, bool) {
 	n, ok := raw.(json.Number)

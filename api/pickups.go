@@ -19,7 +19,9 @@ import (
 )
 
 // mountPickups registers the pickup endpoints (carrier_a only). The carrier
-// is called in real time. A confirmed pickup whose date (UTC) has passed
+// is called in real time: a request it refuses as invalid is 400
+// validation_error, its other failures 502 carrier_error; a booking that
+// cannot be recorded is cancelled with the carrier. A confirmed pickup whose date (UTC) has passed
 // reads as completed at once, and the schedule/pickup-completion Temporal
 // Schedule (worker.EnsurePickupCompletionSchedule) persists it hourly.
 func (s *Server) mountPickups(r chi.Router) {
@@ -214,8 +216,12 @@ func parseCreatePickup(body jsonBody) (pickupCreate, error) {
 	}
 	if d := f.str("pickupDate", true, 10); d != nil {
 		t, ok := pickupDate(*d)
-		if !ok {
+		switch {
+		case !ok:
 			v.add("pickupDate", "must be a date (YYYY-MM-DD)")
+		case t.Before(shipmentToday()):
+			// Carriers book no pickup for a past day (UTC).
+			v.add("pickupDate", "must not be in the past")
 		}
 		c.date = t
 	}
@@ -336,7 +342,10 @@ func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	res, err := carrier.CreatePickup(cctx, adapterAcct, req)
 	ccancel()
 	if err != nil {
-		return shipmentCarrierError(acct.Carrier+" refused the pickup", err)
+		if verr, ok := carrierValidationError(err, pickupRefusalField); ok {
+			return verr
+		}
+		return s.shipmentCarrierError(r, acct.Carrier+" refused the pickup", err)
 	}
 	msgs := res.Messages
 	if msgs == nil {
@@ -355,7 +364,20 @@ func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	}
 	created, err := store.InsertPickup(wctx, s.store.Pool, p)
 	if err != nil {
+		// Booked with the carrier but not recorded: nobody could see or
+		// cancel it here, so it is cancelled with the carrier (on a context
+		// of its own: the client may be gone, the work context spent).
 		s.log.ErrorContext(ctx, "record booked pickup", append(logAttrs(r), "confirmation_number", conf, "error", err)...)
+		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), pickupCarrierTimeout)
+		defer vcancel()
+		if _, cErr := carrier.CancelPickup(vctx, adapterAcct, carriers.CancelPickupRequest{
+			ConfirmationNumber: conf, PickupDate: req.PickupDate, Location: res.Location,
+			Reason: "the booking could not be recorded",
+		}); cErr != nil && !pickupAlreadyCancelled(cErr) {
+			s.log.ErrorContext(ctx, "cancel unrecorded pickup", append(logAttrs(r), "confirmation_number", conf, "error", cErr.Error())...)
+		} else {
+			s.log.WarnContext(ctx, "unrecorded pickup cancelled with the carrier", append(logAttrs(r), "confirmation_number", conf)...)
+		}
 		return err
 	}
 	writeJSON(w, http.StatusCreated, pickupCreatedJSON{Pickup: toPickupJSON(created, time.Now()), ConfirmationNumber: conf, Messages: msgs})
@@ -447,7 +469,7 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 			msgs = []string{"the carrier reports the pickup as already cancelled"}
 			answer = orderJSONOf(map[string]any{"messages": msgs, "raw": nil})
 		default:
-			return shipmentCarrierError(acct.Carrier+" refused to cancel the pickup", err)
+			return s.shipmentCarrierError(r, acct.Carrier+" refused to cancel the pickup", err)
 		}
 		_, err = store.MarkPickupCancelled(wctx, tx, orgID, id, reason, answer)
 		return err
@@ -460,6 +482,20 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, pickupCancelledJSON{Success: true, Messages: msgs})
 	return nil
+}
+
+// pickupRefusalField names the request field a carrier's refusal of a
+// pickup is about ("" for the body as a whole).
+func pickupRefusalField(code, _ string) string {
+	switch code {
+	case "PICKUP.REQUESTED.PREVIOUS.DAY", "PICKUP.READYDATETIME.INVALID", "PICKUP.SCHEDULEDDATE.INVALID":
+		return "pickupDate"
+	case "PICKUP.CUSTOMERCLOSETIME.INVALID", "PICKUP.CLOSETIME.INVALID":
+		return "closeTime"
+	case "PICKUP.ADDRESS.INVALID":
+		return "pickupAddress"
+	}
+	return ""
 }
 
 // pickupAlreadyCancelled: carrier_a answers a repeated cancellation with

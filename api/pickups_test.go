@@ -1,8 +1,15 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,9 +185,10 @@ func TestPickupCreateRefusals(t *testing.T) {
 	res = e.do(owner.caller, "POST", "/api/v1/pickups", pkpBody(shpAccount(t, e, owner.org, "carrier_a", "active", creds), 2))
 	requireError(t, res, 502, "carrier_error")
 	require.NotContains(t, string(res.Raw), "sandbox-fail")
+	// A past date is refused before the carrier is called.
 	res = e.do(owner.caller, "POST", "/api/v1/pickups", pkpBody(acct, -1))
-	requireError(t, res, 502, "carrier_error")
-	require.Contains(t, res.Body["error"].(map[string]any)["message"], "PICKUP.REQUESTED.PREVIOUS.DAY")
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []any{map[string]any{"field": "pickupDate", "message": "must not be in the past"}}, res.Body["error"].(map[string]any)["details"])
 
 	require.Empty(t, e.do(owner.caller, "GET", "/api/v1/pickups", nil).list())
 }
@@ -255,4 +263,113 @@ func TestPickupCancel(t *testing.T) {
 	require.NoError(t, err)
 	requireError(t, e.do(owner.caller, "DELETE", "/api/v1/pickups/"+id4, nil), 400, "carrier_account_not_active")
 	require.Nil(t, e.do(owner.caller, "GET", "/api/v1/pickups/"+id4, nil).data()["carrierAccountId"], "the pickup outlives its account")
+}
+
+// TestPickupCarrierRefusals: a request the carrier refuses as invalid is
+// 400 validation_error naming the field; a network failure is 502 without
+// the carrier's address.
+func TestPickupCarrierRefusals(t *testing.T) {
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	refuse := func(code string) func(w http.ResponseWriter, r *http.Request) bool {
+		return func(w http.ResponseWriter, r *http.Request) bool {
+			if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/pickup/v1/pickups") {
+				return false
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"transactionId":"t1","errors":[{"code":"` + code + `","message":"Refused: ` + code + `"}]}`))
+			return true
+		}
+	}
+	for code, field := range map[string]string{
+		"PICKUP.READYDATETIME.INVALID": "pickupDate", "PICKUP.CLOSETIME.INVALID": "closeTime",
+		"PICKUP.ADDRESS.INVALID": "pickupAddress", "PICKUP.SOMETHING.ELSE": "body",
+	} {
+		hook := refuse(code)
+		sb.hook.Store(&hook)
+		res := e.do(owner.caller, "POST", "/api/v1/pickups", pkpBody(acct, 2))
+		requireError(t, res, 400, "validation_error")
+		d := res.Body["error"].(map[string]any)["details"].([]any)
+		require.Len(t, d, 1)
+		require.Equal(t, field, d[0].(map[string]any)["field"], code)
+		require.Contains(t, d[0].(map[string]any)["message"], "Refused: "+code)
+	}
+
+	// The connection drops: 502, and nothing of the carrier's address.
+	hook := func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/pickup/v1/pickups") {
+			return false
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		require.NoError(t, err)
+		_ = conn.Close()
+		return true
+	}
+	sb.hook.Store(&hook)
+	res := e.do(owner.caller, "POST", "/api/v1/pickups", pkpBody(acct, 2))
+	requireError(t, res, 502, "carrier_error")
+	host := strings.TrimPrefix(sb.srv.URL, "http://")
+	require.NotContains(t, string(res.Raw), host)
+	require.NotContains(t, string(res.Raw), "/pickup/v1")
+	require.Contains(t, res.Body["error"].(map[string]any)["message"], "could not be reached")
+	sb.hook.Store(nil)
+	require.Empty(t, e.do(owner.caller, "GET", "/api/v1/pickups", nil).list())
+}
+
+// TestPickupBookedButNotRecorded: when the booked pickup cannot be written,
+// it is cancelled with the carrier so it does not exist there only.
+func TestPickupBookedButNotRecorded(t *testing.T) {
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+
+	var booked, cancelled atomic.Value
+	hook := func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/pickup/v1/pickups"):
+			// Book it, then lose the account before the API records it.
+			rec := httptest.NewRecorder()
+			sb.inner.ServeHTTP(rec, r)
+			booked.Store(rec.Body.String())
+			_, err := e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM carrier_accounts WHERE id = $1`, acct)
+			require.NoError(t, err)
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return true
+		case r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/pickup/v1/pickups/cancel"):
+			rec := httptest.NewRecorder()
+			raw, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(raw))
+			sb.inner.ServeHTTP(rec, r)
+			cancelled.Store(fmt.Sprintf("%d %s", rec.Code, raw))
+			for k, v := range rec.Header() {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(rec.Code)
+			_, _ = w.Write(rec.Body.Bytes())
+			return true
+		}
+		return false
+	}
+	sb.hook.Store(&hook)
+
+	res := e.do(owner.caller, "POST", "/api/v1/pickups", pkpBody(acct, 2))
+	require.GreaterOrEqual(t, res.Code, 400, "%s", res.Raw)
+	require.NotNil(t, booked.Load(), "the carrier booked it")
+	var conf struct {
+		Output struct {
+			PickupConfirmationCode string `json:"pickupConfirmationCode"`
+		} `json:"output"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(booked.Load().(string)), &conf))
+	require.NotEmpty(t, conf.Output.PickupConfirmationCode)
+	got, _ := cancelled.Load().(string)
+	require.True(t, strings.HasPrefix(got, "200 "), "the booking was cancelled with the carrier: %q", got)
+	require.Contains(t, got, conf.Output.PickupConfirmationCode)
+	require.Empty(t, e.do(owner.caller, "GET", "/api/v1/pickups", nil).list())
 }

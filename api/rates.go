@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fos-dev/fos/activities"
+
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
@@ -376,14 +378,14 @@ var errRateCredentials = errors.New("the account's stored credentials cannot be 
 // rateErrorMessage is what a client may read of a failed carrier call:
 // the carrier's error, a timeout, or a generic message (never an internal
 // error's text).
+// rateErrorMessage is a failure as shown to the client: the carrier's own
+// code and message, or a plain sentence — never internal URLs or Go error
+// text.
 func rateErrorMessage(err error) string {
-	if ce, ok := carriers.AsError(err); ok {
-		return ce.Error()
-	}
 	if errors.Is(err, rating.ErrTimeout) || errors.Is(err, errRateCredentials) {
 		return err.Error()
 	}
-	return "the carrier could not be called"
+	return activities.CarrierErrorMessage(err)
 }
 
 func rateErrorCode(err error) string {
@@ -819,7 +821,6 @@ func rateIsLetters(s string) bool {
 }
 
 // ---- body reading ----
-
 
 // number is a number in [lo, hi] (an integer when integer is set).
 func (f bodyFields) number(key string, required bool, lo, hi float64, integer bool) *float64 {

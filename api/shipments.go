@@ -29,8 +29,12 @@ import (
 // called in real time, like pickups): the shipment row is inserted as
 // pending first, the label is bought with the shipment id as the carrier
 // reference (so the retries of a transient failure cannot buy twice), and
-// the row moves to label_created with the label stored. A carrier refusal
-// deletes the pending row and answers 502 carrier_error.
+// the row moves to label_created with the label stored, with its addresses'
+// coarse coordinates (the tracking map). A failed purchase deletes the
+// pending row: a request the carrier refuses as invalid (an unknown
+// service, …) is 400 validation_error naming the field (service, else
+// body); credentials refused, carrier errors (5xx) and network failures are
+// 502 carrier_error.
 //
 // Extensions: GET /shipments/{id}/label serves the label document (label_url),
 // GET /shipments/{id}/actions and /actions/{actionId} read action records.
@@ -57,6 +61,9 @@ const (
 	shipmentMaxTrackingLen   = 100
 	shipmentMaxAddressField  = 255
 	shipmentActionMaxTextLen = 500
+	// shipmentMaxShipAhead is how many days after today a ship_date may be
+	// (the window of /rates).
+	shipmentMaxShipAhead = 365
 	// shipmentLabelAttempts bounds the label purchase: transient carrier
 	// failures are retried with the same reference.
 	shipmentLabelAttempts = 3
@@ -441,6 +448,16 @@ func (a shipmentAddress) MarshalJSON() ([]byte, error) {
 	}{n(a.Name), n(a.Company), n(a.Phone), n(a.Street), n(a.Street2), n(a.City), n(a.State), n(a.Zip), n(a.Country)})
 }
 
+// coordinates are the address's coarse coordinates from the carriers'
+// gazetteer (carriers.Geocode), nils when the place is unknown.
+func (a shipmentAddress) coordinates() (lat, lng *float64) {
+	la, ln, ok := carriers.Geocode(a.City, a.State, a.Country)
+	if !ok {
+		return nil, nil
+	}
+	return &la, &ln
+}
+
 func (a shipmentAddress) carrier() carriers.Address {
 	return carriers.Address{Name: a.Name, Company: a.Company, Phone: a.Phone, Address1: a.Street, Address2: a.Street2,
 		City: a.City, ProvinceCode: a.State, CountryCode: a.Country, Zip: a.Zip}
@@ -570,11 +587,19 @@ func parseCreateShipment(body jsonBody) (shipmentCreate, error) {
 		a.check(&v, "ship_from")
 		c.shipFrom = &a
 	}
-	c.shipDate = shipmentToday()
+	today := shipmentToday()
+	c.shipDate = today
 	if d := f.str("ship_date", false, 64); d != nil {
+		// The window of /rates: from yesterday (UTC, for clients a few
+		// hours behind) to shipmentMaxShipAhead days ahead.
 		t, ok := shipmentParseDate(*d)
-		if !ok {
+		switch {
+		case !ok:
 			v.add("ship_date", "must be an ISO 8601 date (YYYY-MM-DD)")
+		case t.Before(today.AddDate(0, 0, -1)):
+			v.add("ship_date", "must not be in the past")
+		case t.After(today.AddDate(0, 0, shipmentMaxShipAhead)):
+			v.add("ship_date", fmt.Sprintf("must be at most %d days ahead", shipmentMaxShipAhead))
 		}
 		c.shipDate = t
 	}
@@ -740,19 +765,73 @@ func (s *Server) defaultShipFrom(ctx context.Context, orgID uuid.UUID, bridgeID 
 }
 
 // shipmentCarrierError is the answer to a failed carrier call: 400 when the
-// carrier does not offer the operation, else 502 carrier_error with the
-// carrier's message (never credentials).
-func shipmentCarrierError(what string, err error) error {
+// carrier does not offer the operation, else 502 carrier_error with what a
+// client may read of the failure (activities.CarrierErrorMessage: the
+// carrier's code and message, never credentials, internal addresses or Go
+// error text). The full error is logged with the request id.
+func (s *Server) shipmentCarrierError(r *http.Request, what string, err error) error {
 	if errors.Is(err, carriers.ErrNotSupported) {
-		return errBadRequest("not_supported", err.Error())
+		return errBadRequest("not_supported", activities.CarrierErrorMessage(err))
 	}
-	msg := err.Error()
+	s.log.WarnContext(r.Context(), "carrier call failed", append(logAttrs(r), "what", what, "error", err.Error())...)
+	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + activities.CarrierErrorMessage(err)}
+}
+
+// carrierRefusedRequest reports whether the carrier refused the request
+// itself as invalid (ErrInvalidRequest, or another 4xx that is neither a
+// credentials refusal, a not-found, a timeout nor a rate limit): the
+// client's to fix, not the carrier's failure.
+func carrierRefusedRequest(err error) bool {
+	if errors.Is(err, carriers.ErrUnauthorized) || errors.Is(err, carriers.ErrNotSupported) || errors.Is(err, carriers.ErrNotConfigured) {
+		return false
+	}
+	if errors.Is(err, carriers.ErrInvalidRequest) {
+		return true
+	}
+	ce, ok := carriers.AsError(err)
+	if !ok || ce.Retryable || ce.StatusCode < 400 || ce.StatusCode >= 500 {
+		return false
+	}
+	switch ce.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return false
+	}
+	return true
+}
+
+// carrierValidationError is the 400 validation_error of a request the
+// carrier refused as invalid, naming field (the body field the refusal is
+// about: field(code) of the carrier's error code, "body" when it names
+// none), with the carrier's message; ok is false for any other failure.
+func carrierValidationError(err error, field func(code, msg string) string) (*Error, bool) {
+	if !carrierRefusedRequest(err) {
+		return nil, false
+	}
+	code, msg := "", activities.CarrierErrorMessage(err)
 	if ce, ok := carriers.AsError(err); ok {
-		msg = ce.Error()
-	} else if errors.Is(err, context.DeadlineExceeded) {
-		msg = "the carrier did not answer in time"
+		code = ce.Code
+		if ce.Message != "" {
+			msg = ce.Message
+		}
 	}
-	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + msg}
+	name := "body"
+	if f := field(code, msg); f != "" {
+		name = f
+	}
+	return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + msg}), true
+}
+
+// shipmentServiceRefusal names the service field for the carriers' refusals
+// of a service code (carrier_a SERVICE.TYPE.*, carrier_b 111100 and 120100,
+// carrier_c invalid service codes, and the adapters' own serviceType checks).
+func shipmentServiceRefusal(code, msg string) string {
+	switch {
+	case strings.HasPrefix(code, "SERVICE.TYPE."), code == "111100", code == "120100":
+		return "service"
+	case strings.Contains(strings.ToLower(msg), "servicetype"), strings.Contains(strings.ToLower(msg), "service_code"):
+		return "service"
+	}
+	return ""
 }
 
 // shipmentAccount loads a carrier account of the organization for a body
@@ -840,6 +919,10 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 		Carrier: acct.Carrier, Service: in.service, ShipDate: &shipDate,
 		ShipFrom: orderJSONOf(shipFrom), ShipTo: orderJSONOf(shipTo), Parcels: orderJSONOf(in.parcels), Metadata: in.metadata,
 	}
+	// The tracking map shows the shipment from its label on; the poller
+	// keeps these (it fills in only missing coordinates).
+	sh.ShipFromLat, sh.ShipFromLng = shipFrom.coordinates()
+	sh.ShipToLat, sh.ShipToLng = shipTo.coordinates()
 	// From here on the purchase runs to its end even when the client hangs
 	// up: a bought label must be recorded (or voided).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shipmentWorkTimeout)
@@ -858,12 +941,18 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 		if delErr := store.DeleteShipment(wctx, s.store.Pool, orgID, sh.ID); delErr != nil && !errors.Is(delErr, store.ErrNotFound) {
 			s.log.ErrorContext(ctx, "delete pending shipment", append(logAttrs(r), "shipment_id", sh.ID, "error", delErr)...)
 		}
-		return shipmentCarrierError(acct.Carrier+" could not create the label", err)
+		if verr, ok := carrierValidationError(err, shipmentServiceRefusal); ok {
+			return verr
+		}
+		return s.shipmentCarrierError(r, acct.Carrier+" could not create the label", err)
 	}
 	created, err := store.CompleteShipmentLabel(wctx, s.store.Pool, orgID, sh.ID, shipmentLabelDoc(label))
 	if err != nil {
-		// The label is bought but not recorded: void it so it is not billed.
-		if vErr := carrier.VoidLabel(wctx, adapterAcct, label.TrackingNumber); vErr != nil {
+		// The label is bought but not recorded: void it so it is not billed
+		// (on a context of its own: the purchase may have spent wctx).
+		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), shipmentCarrierTimeout)
+		defer vcancel()
+		if vErr := carrier.VoidLabel(vctx, adapterAcct, label.TrackingNumber); vErr != nil {
 			s.log.ErrorContext(ctx, "void unrecorded label", append(logAttrs(r), "shipment_id", sh.ID, "tracking_number", label.TrackingNumber, "error", vErr.Error())...)
 		}
 		if errors.Is(err, store.ErrNotFound) {
@@ -1046,7 +1135,7 @@ func (s *Server) deleteShipment(w http.ResponseWriter, r *http.Request) error {
 			defer cancel()
 			// A number the carrier does not know has nothing to void.
 			if err := carrier.VoidLabel(vctx, adapterAcct, *sh.TrackingNumber); err != nil && !errors.Is(err, carriers.ErrNotFound) {
-				return shipmentCarrierError(acct.Carrier+" refused to void the label", err)
+				return s.shipmentCarrierError(r, acct.Carrier+" refused to void the label", err)
 			}
 		}
 	}

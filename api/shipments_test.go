@@ -362,11 +362,25 @@ func TestShipmentCreateCarrierError(t *testing.T) {
 	require.NotContains(t, string(res.Raw), "sandbox-fail")
 	require.Zero(t, shpCount(t, e, owner.org))
 
-	// An unknown service: the carrier refuses.
+	// An unknown service: the carrier refuses the request as invalid, which
+	// is the client's to fix: 400 naming service.
 	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
 	body := shpBody(orderID, acct)
 	body["service"] = "TELEPORT"
-	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", body), 502, "carrier_error")
+	res = e.do(owner.caller, "POST", "/api/v1/shipments", body)
+	requireError(t, res, 400, "validation_error")
+	details := res.Body["error"].(map[string]any)["details"].([]any)
+	require.Len(t, details, 1)
+	require.Equal(t, "service", details[0].(map[string]any)["field"])
+	require.Contains(t, details[0].(map[string]any)["message"], "TELEPORT")
+	require.Zero(t, shpCount(t, e, owner.org))
+	// carrier_b the same.
+	acctB := shpAccount(t, e, owner.org, "carrier_b", "active", map[string]any{"clientId": "c", "clientSecret": "s", "accountNumber": "A1B2C3"})
+	body = shpBody(orderID, acctB)
+	body["service"] = "99"
+	res = e.do(owner.caller, "POST", "/api/v1/shipments", body)
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, "service", res.Body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["field"], "%s", res.Raw)
 	require.Zero(t, shpCount(t, e, owner.org))
 
 	// The carrier unavailable for the account (503 every time): retried,
@@ -559,9 +573,10 @@ func TestShipmentUpdateAndDelete(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, tr[0].NotFound, "voided")
 
-	// A label already handed to the carrier cannot be voided: 502, kept.
+	// A label already handed to the carrier (shipped yesterday, the
+	// earliest ship_date accepted) cannot be voided: 502, kept.
 	body := shpBody(orderID, acct)
-	body["ship_date"] = time.Now().UTC().AddDate(0, 0, -10).Format("2006-01-02")
+	body["ship_date"] = time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02")
 	d = shpCreate(t, e, owner.caller, body)
 	requireError(t, e.do(owner.caller, "DELETE", "/api/v1/shipments/"+d["id"].(string), nil), 502, "carrier_error")
 	require.Equal(t, 200, e.do(owner.caller, "GET", "/api/v1/shipments/"+d["id"].(string), nil).Code)
@@ -723,4 +738,91 @@ func TestShipmentActionRefusals(t *testing.T) {
 	sh2 := shpCreate(t, bare, owner2.caller, shpBody(order2, acct2))
 	shpSetStatus(t, bare, sh2["id"].(string), "in_transit")
 	requireError(t, bare.do(owner2.caller, "POST", "/api/v1/shipments/"+sh2["id"].(string)+"/actions", hold), 503, "temporal_unavailable")
+}
+
+// TestShipmentCreateShipDateWindow: ship_date has the window of /rates,
+// yesterday (UTC) to 365 days ahead.
+func TestShipmentCreateShipDateWindow(t *testing.T) {
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	today := time.Now().UTC()
+	for date, msg := range map[string]string{
+		today.AddDate(0, 0, -2).Format("2006-01-02"): "must not be in the past",
+		"1999-01-01": "must not be in the past",
+		today.AddDate(0, 0, 367).Format("2006-01-02"): "must be at most 365 days ahead",
+	} {
+		body := shpBody(orderID, acct)
+		body["ship_date"] = date
+		res := e.do(owner.caller, "POST", "/api/v1/shipments", body)
+		requireError(t, res, 400, "validation_error")
+		require.Equal(t, []any{map[string]any{"field": "ship_date", "message": msg}}, res.Body["error"].(map[string]any)["details"], date)
+	}
+	require.Zero(t, sb.ships.Load(), "no carrier call")
+	require.Zero(t, shpCount(t, e, owner.org))
+}
+
+// TestShipmentCreateGeocodes: the label's addresses are placed on the
+// tracking map at once (coarse gazetteer coordinates); an unknown place
+// has none.
+func TestShipmentCreateGeocodes(t *testing.T) {
+	e, _ := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	d := shpCreate(t, e, owner.caller, shpBody(orderID, acct))
+
+	var toLat, toLng, fromLat, fromLng *float64
+	require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(), `SELECT ship_to_lat, ship_to_lng, ship_from_lat, ship_from_lng
+		FROM shipments WHERE id = $1`, d["id"]).Scan(&toLat, &toLng, &fromLat, &fromLng))
+	require.NotNil(t, toLat)
+	require.InDelta(t, 47.61, *toLat, 0.01, "Seattle")
+	require.InDelta(t, -122.33, *toLng, 0.01)
+	require.InDelta(t, 35.14, *fromLat, 0.01, "Memphis")
+	require.InDelta(t, -90.05, *fromLng, 0.01)
+
+	res := e.do(owner.caller, "GET", "/api/v1/shipment-tracking/map", nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Len(t, res.list(), 1)
+	item := res.list()[0]
+	require.Equal(t, d["id"], item["id"])
+	require.InDelta(t, 47.61, item["ship_to_lat"].(float64), 0.01)
+	require.Equal(t, map[string]any{"city": "Seattle", "state": "WA"}, item["ship_to"])
+
+	// A town the gazetteer does not list falls back to its state's centre.
+	body := shpBody(orderID, acct)
+	body["ship_from"] = map[string]any{"street": "1 Elm St", "city": "Smallville", "state": "KS", "zip": "66002", "country": "US"}
+	d = shpCreate(t, e, owner.caller, body)
+	require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(), `SELECT ship_from_lat FROM shipments WHERE id = $1`, d["id"]).Scan(&fromLat))
+	require.NotNil(t, fromLat)
+	require.InDelta(t, 38.53, *fromLat, 0.01)
+}
+
+// TestShipmentCreateNetworkErrorHidden: a network failure is 502 with a
+// generic message: the carrier's (internal) address never reaches the client.
+func TestShipmentCreateNetworkErrorHidden(t *testing.T) {
+	old := shipmentLabelBackoff
+	shipmentLabelBackoff = func(int) time.Duration { return time.Millisecond }
+	t.Cleanup(func() { shipmentLabelBackoff = old })
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	hook := func(w http.ResponseWriter, r *http.Request) bool {
+		if !strings.HasSuffix(r.URL.Path, "/ship/v1/shipments") {
+			return false
+		}
+		conn, _, err := w.(http.Hijacker).Hijack()
+		require.NoError(t, err)
+		_ = conn.Close()
+		return true
+	}
+	sb.hook.Store(&hook)
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct))
+	requireError(t, res, 502, "carrier_error")
+	require.NotContains(t, string(res.Raw), strings.TrimPrefix(sb.srv.URL, "http://"))
+	require.NotContains(t, string(res.Raw), "/ship/v1")
+	require.Equal(t, "carrier_a could not create the label: the carrier could not be reached", res.Body["error"].(map[string]any)["message"])
+	require.Zero(t, shpCount(t, e, owner.org))
 }

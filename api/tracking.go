@@ -46,7 +46,14 @@ const (
 	checkpointMaxPlace       = 100
 	checkpointMaxZip         = 20
 	checkpointMaxExcType     = 100
+
+	// checkpointMaxAhead bounds how far in the future a checkpointTime may
+	// be (clock skew between a carrier and us); a later one is refused.
+	checkpointMaxAhead = 24 * time.Hour
 )
+
+// checkpointMinTime is the earliest checkpointTime accepted.
+var checkpointMinTime = time.Unix(0, 0).UTC()
 
 // checkpointJSON is a tracking checkpoint, every field of the spec (rawData
 // is stored but not echoed).
@@ -259,8 +266,13 @@ func parseCheckpoint(v *validator, prefix string, m map[string]json.RawMessage) 
 	}
 	if t := f.str("checkpointTime", true, 64); t != nil {
 		ts, ok := parseCheckpointTime(*t)
-		if !ok {
+		switch {
+		case !ok:
 			f.add("checkpointTime", "must be an ISO 8601 timestamp")
+		case ts.Before(checkpointMinTime):
+			f.add("checkpointTime", "must not be before 1970-01-01T00:00:00Z")
+		case ts.After(time.Now().Add(checkpointMaxAhead)):
+			f.add("checkpointTime", fmt.Sprintf("must not be more than %d hours in the future", int(checkpointMaxAhead.Hours())))
 		}
 		c.CheckpointTime = ts
 	}

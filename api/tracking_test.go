@@ -439,3 +439,57 @@ func TestTrackingMap(t *testing.T) {
 	requireError(t, e.do(writeOnly, "GET", "/api/v1/shipment-tracking/map", nil), 403, "insufficient_scope")
 	requireError(t, e.do(caller{}, "GET", "/api/v1/shipment-tracking/map", nil), 401, "unauthorized")
 }
+
+// TestTrackingCheckpointTimeBounds: a checkpointTime more than 24 hours
+// ahead or before 1970 is refused (single and batch), so a future-dated
+// checkpoint cannot freeze a shipment's status.
+func TestTrackingCheckpointTimeBounds(t *testing.T) {
+	e := newEnv(t)
+	owner := e.signup()
+	sh := trackingTestShipment(t, e, owner.org, "label_created")
+	post := func(path string, body any) *response {
+		return e.do(owner.caller, "POST", "/api/v1/shipment-tracking/checkpoints"+path, body)
+	}
+	now := time.Now().UTC()
+
+	d := trackingTestDetails(t, post("", trackingTestBody(sh, 0, "in_transit", now.Add(25*time.Hour))))
+	require.Equal(t, "must not be more than 24 hours in the future", d["checkpointTime"])
+	require.Len(t, d, 1)
+	d = trackingTestDetails(t, post("", trackingTestBody(sh, 0, "in_transit", time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC))))
+	require.Contains(t, d["checkpointTime"], "1970")
+	d = trackingTestDetails(t, post("/batch", map[string]any{"checkpoints": []any{
+		trackingTestBody(sh, 0, "in_transit", now.Add(-time.Hour)),
+		trackingTestBody(sh, 1, "delivered", now.AddDate(1, 0, 0)),
+	}}))
+	require.Equal(t, map[string]string{"checkpoints[1].checkpointTime": "must not be more than 24 hours in the future"}, d)
+	require.Equal(t, 0, trackingTestCount(t, e, sh))
+	require.Equal(t, "label_created", trackingTestStatus(t, e, sh))
+
+	// Within the window (clock skew): accepted.
+	res := post("", trackingTestBody(sh, 0, "in_transit", now.Add(23*time.Hour)))
+	require.Equal(t, 201, res.Code, "%s", res.Raw)
+	require.Equal(t, "in_transit", trackingTestStatus(t, e, sh))
+}
+
+// TestTrackingCheckpointIsException: isException on a checkpoint of another
+// status moves the shipment to exception (unless it is a delivery).
+func TestTrackingCheckpointIsException(t *testing.T) {
+	e := newEnv(t)
+	owner := e.signup()
+	sh := trackingTestShipment(t, e, owner.org, "in_transit")
+	at := time.Now().UTC().Add(-2 * time.Hour)
+
+	body := trackingTestBody(sh, 0, "in_transit", at)
+	body["isException"] = true
+	body["exceptionType"] = "weather_delay"
+	res := e.do(owner.caller, "POST", "/api/v1/shipment-tracking/checkpoints", body)
+	require.Equal(t, 201, res.Code, "%s", res.Raw)
+	require.Equal(t, "exception", trackingTestStatus(t, e, sh))
+
+	// A delivery flagged isException is still a delivery.
+	body = trackingTestBody(sh, 1, "delivered", at.Add(time.Hour))
+	body["isException"] = true
+	res = e.do(owner.caller, "POST", "/api/v1/shipment-tracking/checkpoints", body)
+	require.Equal(t, 201, res.Code, "%s", res.Raw)
+	require.Equal(t, "delivered", trackingTestStatus(t, e, sh))
+}

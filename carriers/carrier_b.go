@@ -26,10 +26,10 @@ const upsVersion = "v2409"
 
 // upsServiceNames names the UPS service codes.
 var upsServiceNames = map[string]string{
-	"01": "UPS Next Day Air", "02": "UPS 2nd Day Air", "03": "UPS Ground",
-	"07": "UPS Worldwide Express", "08": "UPS Worldwide Expedited", "11": "UPS Standard",
-	"12": "UPS 3 Day Select", "13": "UPS Next Day Air Saver", "14": "UPS Next Day Air Early",
-	"54": "UPS Worldwide Express Plus", "59": "UPS 2nd Day Air A.M.", "65": "UPS Worldwide Saver",
+	"01": "Carrier B Next Day Air", "02": "Carrier B 2nd Day Air", "03": "Carrier B Ground",
+	"07": "Carrier B Worldwide Express", "08": "Carrier B Worldwide Expedited", "11": "Carrier B Standard",
+	"12": "Carrier B 3 Day Select", "13": "Carrier B Next Day Air Saver", "14": "Carrier B Next Day Air Early",
+	"54": "Carrier B Worldwide Express Plus", "59": "Carrier B 2nd Day Air A.M.", "65": "Carrier B Worldwide Saver",
 }
 
 // upsChargeNames names the UPS itemized charge codes seen in responses.
@@ -434,7 +434,7 @@ func (b *carrierB) Rate(ctx context.Context, acct Account, req RateRequest) ([]Q
 			price = float64(r.NegotiatedRateCharges.TotalCharge.MonetaryValue)
 			currency = firstNonEmpty(r.NegotiatedRateCharges.TotalCharge.CurrencyCode, currency)
 		}
-		name := firstNonEmpty(r.Service.Description, upsServiceNames[r.Service.Code], "UPS service "+r.Service.Code)
+		name := firstNonEmpty(r.Service.Description, upsServiceNames[r.Service.Code], "Carrier B service "+r.Service.Code)
 		q := Quote{
 			Carrier:     CarrierB,
 			ServiceType: r.Service.Code,
@@ -581,7 +581,7 @@ func (b *carrierB) CreateLabel(ctx context.Context, acct Account, req LabelReque
 		}
 		doc := img
 		if format == FormatPDF {
-			doc, err = imageLabelPDF(img, "UPS "+label.ServiceName+"  TRACKING #: "+p.TrackingNumber)
+			doc, err = imageLabelPDF(img, "CARRIER B "+label.ServiceName+"  TRACKING #: "+p.TrackingNumber)
 			if err != nil {
 				return nil, badResponse(CarrierB, "label image cannot be read", err)
 			}

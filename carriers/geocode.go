@@ -52,6 +52,19 @@ var usStates = map[string]latLng{
 	"PR": {18.220833, -66.590149},
 }
 
+// Geocode returns coarse coordinates of a place from the built-in
+// gazetteer: the city's when it is one of the listed cities, else (US only)
+// its state's centroid; ok is false when the place is unknown or outside
+// the US and Canada. state is a two-letter state or province code;
+// countryCode an ISO 3166-1 alpha-2 code ("" means US).
+func Geocode(city, state, countryCode string) (lat, lng float64, ok bool) {
+	la, ln := geocode(city, state, countryCode)
+	if la == nil || ln == nil {
+		return 0, 0, false
+	}
+	return *la, *ln, true
+}
+
 // geocode returns coarse coordinates for a place, or nils.
 func geocode(city, state, country string) (*float64, *float64) {
 	country = strings.ToUpper(strings.TrimSpace(country))

@@ -77,7 +77,7 @@ func TestShipmentActionEndToEnd(t *testing.T) {
 		"order_id": orderID.String(), "carrier_account_id": acct.String(), "service": "FEDEX_GROUND",
 		"parcels":   []any{map[string]any{"length": 12, "width": 10, "height": 8, "weight": 5, "unit": "lb"}},
 		"ship_from": map[string]any{"street": "10 Main St", "city": "Memphis", "state": "TN", "zip": "38103"},
-		"ship_date": time.Now().UTC().AddDate(0, 0, -2).Format("2006-01-02"),
+		"ship_date": time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02"),
 	}))
 	id := sh["id"].(string)
 	s.mustCall(200, key, "PATCH", "/api/v1/shipments/"+id, map[string]any{"status": "in_transit"})

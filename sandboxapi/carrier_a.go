@@ -237,7 +237,7 @@ func (q *faShipmentRequest) validate(w http.ResponseWriter, r *http.Request) boo
 	case acct == FailValue:
 		faUnavailable(w, r)
 	case acct == "":
-		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit FedEx account number or register for a new FedEx account number.")
+		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit Carrier A account number or register for a new Carrier A account number.")
 	case q.RequestedShipment.Shipper.Address.PostalCode == "" || q.recipient().Address.PostalCode == "":
 		faError(w, r, http.StatusBadRequest, "POSTALCODE.REQUIRED", "Shipper and recipient postal codes are required.")
 	case len(q.RequestedShipment.RequestedPackageLineItems) == 0:
@@ -384,7 +384,7 @@ func faReplyDetail(p sbPrice, rateTypes []string, fromZip, toZip string) map[str
 			"code":            p.svc.code,
 			"names":           []map[string]any{{"type": "long", "encoding": "utf-8", "value": p.svc.name}},
 			"serviceCategory": "parcel",
-			"description":     strings.TrimPrefix(p.svc.name, "FedEx "),
+			"description":     strings.TrimPrefix(p.svc.name, "Carrier A "),
 		},
 		"commit": map[string]any{
 			"daysInTransit":    faTransitWord(p.transit),
@@ -488,7 +488,7 @@ func (s *carrierSandbox) faShip(w http.ResponseWriter, r *http.Request) {
 	pieces := make([]map[string]any, 0, len(pkgs))
 	completed := make([]map[string]any, 0, len(pkgs))
 	for i, n := range numbers {
-		li := labelInfo{carrier: "FEDEX", service: p.svc.name, tracking: n, shipDate: shipDate.Format("2006-01-02"),
+		li := labelInfo{carrier: "CARRIER A", service: p.svc.name, tracking: n, shipDate: shipDate.Format("2006-01-02"),
 			weightLb: pkgs[i].lb, from: rs.Shipper.lines(), to: recipient.lines(), reference: reference, pieceNumber: i + 1, pieceCount: len(pkgs)}
 		doc := map[string]any{"contentType": "LABEL", "copiesToPrint": 1, "docType": imageType}
 		if strings.EqualFold(q.LabelResponseOptions, "URL_ONLY") {
@@ -588,7 +588,7 @@ func (s *carrierSandbox) faDocument(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	imageType := strings.ToUpper(r.URL.Query().Get("imageType"))
-	li := labelInfo{carrier: "FEDEX", service: sh.serviceName, tracking: n, shipDate: sh.shipDate.Format("2006-01-02"), weightLb: sh.weightLb,
+	li := labelInfo{carrier: "CARRIER A", service: sh.serviceName, tracking: n, shipDate: sh.shipDate.Format("2006-01-02"), weightLb: sh.weightLb,
 		from: []string{sh.from.city + " " + sh.from.state + " " + sh.from.zip}, to: []string{sh.to.city + " " + sh.to.state + " " + sh.to.zip},
 		pieceNumber: 1, pieceCount: max(1, len(sh.pieces))}
 	data, ok := faRender(imageType, li)
@@ -642,7 +642,7 @@ func (s *carrierSandbox) faCancelShipment(w http.ResponseWriter, r *http.Request
 		faError(w, r, http.StatusBadRequest, "TRACKING.TRACKINGNUMBER.NOTFOUND", "Tracking number cannot be found. Please correct the tracking number and try again.")
 		return
 	case "tendered":
-		faError(w, r, http.StatusBadRequest, "SHIPMENT.CANCEL.NOTALLOWED", "The shipment has already been tendered to FedEx and cannot be cancelled.")
+		faError(w, r, http.StatusBadRequest, "SHIPMENT.CANCEL.NOTALLOWED", "The shipment has already been tendered to Carrier A and cannot be cancelled.")
 		return
 	case "already":
 		msg = "Shipment is already cancelled"
@@ -657,13 +657,13 @@ func (s *carrierSandbox) faCancelShipment(w http.ResponseWriter, r *http.Request
 type faScan struct{ code, derived, desc, derivedDesc string }
 
 var faScans = map[string]faScan{
-	evLabel:      {"OC", "IN", "Shipment information sent to FedEx", "Label created"},
+	evLabel:      {"OC", "IN", "Shipment information sent to Carrier A", "Label created"},
 	evPickup:     {"PU", "PU", "Picked up", "Picked up"},
-	evDepart:     {"DP", "IT", "Left FedEx origin facility", "In transit"},
-	evArriveHub:  {"AR", "IT", "Arrived at FedEx hub", "In transit"},
-	evDepartHub:  {"DP", "IT", "Departed FedEx hub", "In transit"},
-	evArriveDest: {"AR", "IT", "At local FedEx facility", "In transit"},
-	evOut:        {"OD", "OD", "On FedEx vehicle for delivery", "Out for delivery"},
+	evDepart:     {"DP", "IT", "Left Carrier A origin facility", "In transit"},
+	evArriveHub:  {"AR", "IT", "Arrived at Carrier A hub", "In transit"},
+	evDepartHub:  {"DP", "IT", "Departed Carrier A hub", "In transit"},
+	evArriveDest: {"AR", "IT", "At local Carrier A facility", "In transit"},
+	evOut:        {"OD", "OD", "On Carrier A vehicle for delivery", "Out for delivery"},
 	evDelivered:  {"DL", "DL", "Delivered", "Delivered"},
 	evException:  {"DE", "DE", "Delivery exception", "Delivery exception"},
 }
@@ -821,7 +821,7 @@ func (s *carrierSandbox) faPickup(w http.ResponseWriter, r *http.Request) {
 	closeT, closeErr := time.Parse("15:04:05", od.CustomerCloseTime)
 	switch {
 	case acct == "":
-		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit FedEx account number.")
+		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit Carrier A account number.")
 	case q.CarrierCode != "FDXE" && q.CarrierCode != "FDXG":
 		faError(w, r, http.StatusBadRequest, "PICKUP.CARRIERCODE.INVALID", "carrierCode must be FDXE or FDXG.")
 	case od.PickupLocation.Address.PostalCode == "" || len(od.PickupLocation.Address.StreetLines) == 0:
@@ -885,7 +885,7 @@ func (s *carrierSandbox) faCancelPickup(w http.ResponseWriter, r *http.Request) 
 	case acct == FailValue:
 		faUnavailable(w, r)
 	case acct == "":
-		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit FedEx account number.")
+		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit Carrier A account number.")
 	case code == "":
 		faError(w, r, http.StatusBadRequest, "PICKUP.CONFIRMATIONCODE.REQUIRED", "Please provide the pickup confirmation code.")
 	case dateErr != nil:
@@ -935,7 +935,7 @@ func (s *carrierSandbox) faAction(w http.ResponseWriter, r *http.Request) {
 		faUnavailable(w, r)
 		return
 	case acct == "":
-		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit FedEx account number.")
+		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit Carrier A account number.")
 		return
 	case n == "":
 		faError(w, r, http.StatusBadRequest, "TRACKING.TRACKINGNUMBER.EMPTY", "Please provide tracking number.")

@@ -121,7 +121,7 @@ func (s *carrierSandbox) faRegAddress(w http.ResponseWriter, r *http.Request) {
 		return
 	case !reAccountNumber.MatchString(acct) || strings.HasPrefix(acct, "0"):
 		faError(w, r, http.StatusBadRequest, "ACCOUNT.NUMBER.NOTFOUND",
-			"Account Number not in database.  Please check the number entered and try again.  If you continue to have problems, please contact your local FedEx Customer Service representative (in U.S. and Canada, call 1-800-GO-FEDEX&reg;).")
+			"Account Number not in database.  Please check the number entered and try again.  If you continue to have problems, please contact Carrier A customer service.")
 		return
 	case len(a.StreetLines) == 0 || strings.TrimSpace(a.City) == "" || a.PostalCode.String() == "" || len(strings.TrimSpace(a.CountryCode)) != 2:
 		faError(w, r, http.StatusBadRequest, "ADDRESS.DETAIL.INVALID", "The City, State/Province and ZIP/Postal code combination that you entered is not valid.")

@@ -491,7 +491,7 @@ func (s *carrierSandbox) ubShip(w http.ResponseWriter, r *http.Request) {
 	rated := ubRatedShipment(p, pkgs, false, false, shipDate)["RatedPackage"].([]map[string]any)
 	results := make([]map[string]any, 0, len(pkgs))
 	for i, n := range numbers {
-		li := labelInfo{carrier: "UPS", service: p.svc.name, tracking: n, shipDate: shipDate.Format("2006-01-02"), weightLb: pkgs[i].lb,
+		li := labelInfo{carrier: "CARRIER B", service: p.svc.name, tracking: n, shipDate: shipDate.Format("2006-01-02"), weightLb: pkgs[i].lb,
 			from: sh.from().lines(), to: sh.ShipTo.lines(), reference: reference, pieceNumber: i + 1, pieceCount: len(pkgs)}
 		var img []byte
 		switch format {
@@ -563,7 +563,7 @@ func (s *carrierSandbox) ubVoid(w http.ResponseWriter, r *http.Request) {
 type ubScan struct{ typ, code, desc, statusCode string }
 
 var ubScans = map[string]ubScan{
-	evLabel:      {"M", "MP", "Shipper created a label, UPS has not received the package yet.", "003"},
+	evLabel:      {"M", "MP", "Shipper created a label, Carrier B has not received the package yet.", "003"},
 	evPickup:     {"P", "PU", "Pickup Scan", "005"},
 	evDepart:     {"I", "DP", "Departed from Facility", "005"},
 	evArriveHub:  {"I", "AR", "Arrived at Facility", "005"},

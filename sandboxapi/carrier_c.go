@@ -45,7 +45,7 @@ func ccAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		k := strings.TrimSpace(r.Header.Get("api-key"))
 		if k == "" || k == InvalidAPIKey || k == FailValue {
-			ccError(w, r, http.StatusUnauthorized, "security", "unauthorized", "The API key is invalid. Please see https://www.shipengine.com/docs/auth")
+			ccError(w, r, http.StatusUnauthorized, "security", "unauthorized", "The API key is invalid. Please see the carrier's authentication documentation.")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -67,7 +67,7 @@ func ccCarriers(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"carriers": []map[string]any{{
 			"carrier_id": id, "carrier_code": "usps", "account_number": "", "requires_funded_amount": false, "balance": 0,
-			"nickname": "USPS", "friendly_name": "USPS", "primary": true, "has_multi_package_supporting_services": false,
+			"nickname": "Carrier C Postal", "friendly_name": "Carrier C Postal", "primary": true, "has_multi_package_supporting_services": false,
 			"supports_label_messages": true, "services": services,
 			"packages": []map[string]any{{"package_code": "package", "name": "Package"}},
 			"options":  []any{},
@@ -158,8 +158,8 @@ func (s *carrierSandbox) ccEstimate(w http.ResponseWriter, r *http.Request) {
 			"service_code":            p.svc.code,
 			"trackable":               true,
 			"carrier_code":            "usps",
-			"carrier_nickname":        "USPS",
-			"carrier_friendly_name":   "USPS",
+			"carrier_nickname":        "Carrier C Postal",
+			"carrier_friendly_name":   "Carrier C Postal",
 			"validation_status":       "valid",
 			"warning_messages":        []any{},
 			"error_messages":          []any{},

@@ -12,7 +12,7 @@ import (
 
 // labelInfo is what a sandbox label shows.
 type labelInfo struct {
-	carrier     string // display name, e.g. "FEDEX"
+	carrier     string // display name, e.g. "CARRIER A"
 	service     string
 	tracking    string
 	shipDate    string

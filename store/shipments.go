@@ -53,8 +53,13 @@ type Shipment struct {
 	Metadata         json.RawMessage `db:"metadata"`
 	CarrierResponse  json.RawMessage `db:"carrier_response"`
 	DeliveredAt      *time.Time      `db:"delivered_at"`
-	CreatedAt        time.Time       `db:"created_at"`
-	UpdatedAt        time.Time       `db:"updated_at"`
+	// Coordinates of the addresses (the tracking map); nil when unknown.
+	ShipFromLat *float64  `db:"ship_from_lat"`
+	ShipFromLng *float64  `db:"ship_from_lng"`
+	ShipToLat   *float64  `db:"ship_to_lat"`
+	ShipToLng   *float64  `db:"ship_to_lng"`
+	CreatedAt   time.Time `db:"created_at"`
+	UpdatedAt   time.Time `db:"updated_at"`
 	// From shipment_labels; nil when no label was bought.
 	LabelFormat      *string `db:"label_format"`
 	LabelContentType *string `db:"label_content_type"`
@@ -66,15 +71,16 @@ func (s Shipment) HasLabel() bool { return s.LabelFormat != nil }
 
 const shipmentCols = `s.id, s.organization_id, s.order_id, s.bridge_id, s.carrier_account_id, s.carrier, s.service,
  s.status, s.tracking_number, s.rate_amount::float8 AS rate_amount, s.rate_currency, s.ship_date, s.ship_from, s.ship_to,
- s.parcels, s.metadata, s.carrier_response, s.delivered_at, s.created_at, s.updated_at,
+ s.parcels, s.metadata, s.carrier_response, s.delivered_at, s.ship_from_lat, s.ship_from_lng, s.ship_to_lat, s.ship_to_lng,
+ s.created_at, s.updated_at,
  l.format AS label_format, l.content_type AS label_content_type,
  CASE WHEN l.shipment_id IS NULL THEN NULL ELSE greatest(cardinality(l.piece_documents), 1) END AS label_pieces`
 
 const shipmentFrom = ` FROM shipments s LEFT JOIN shipment_labels l ON l.shipment_id = s.id`
 
 // InsertPendingShipment inserts sh (ID, OrganizationID, order, account,
-// carrier, service, addresses, parcels, ship date and metadata set by the
-// caller) as pending, before its label is bought. The order must still be
+// carrier, service, addresses and their coordinates, parcels, ship date and
+// metadata set by the caller) as pending, before its label is bought. The order must still be
 // the organization's (ErrNotFound otherwise); its bridge is copied.
 func InsertPendingShipment(ctx context.Context, db DBTX, sh Shipment) (Shipment, error) {
 	if sh.Metadata == nil {
@@ -86,14 +92,14 @@ func InsertPendingShipment(ctx context.Context, db DBTX, sh Shipment) (Shipment,
 	rows, _ := db.Query(ctx, `
 WITH s AS (
   INSERT INTO shipments (id, organization_id, order_id, bridge_id, carrier_account_id, carrier, service, status,
-                         ship_date, ship_from, ship_to, parcels, metadata)
-  SELECT $1, o.organization_id, o.id, o.bridge_id, $4, $5, $6, 'pending', $7, $8, $9, $10, $11
+                         ship_date, ship_from, ship_to, parcels, metadata, ship_from_lat, ship_from_lng, ship_to_lat, ship_to_lng)
+  SELECT $1, o.organization_id, o.id, o.bridge_id, $4, $5, $6, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15
     FROM orders o WHERE o.organization_id = $2 AND o.id = $3
   RETURNING *
 )
 SELECT `+shipmentCols+` FROM s LEFT JOIN shipment_labels l ON false`,
 		sh.ID, sh.OrganizationID, sh.OrderID, sh.CarrierAccountID, sh.Carrier, sh.Service,
-		sh.ShipDate, sh.ShipFrom, sh.ShipTo, sh.Parcels, sh.Metadata)
+		sh.ShipDate, sh.ShipFrom, sh.ShipTo, sh.Parcels, sh.Metadata, sh.ShipFromLat, sh.ShipFromLng, sh.ShipToLat, sh.ShipToLng)
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Shipment])
 	return out, mapErr(err)
 }

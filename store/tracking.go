@@ -69,15 +69,29 @@ func ShipmentStatusAfter(current, checkpoint string) string {
 	return current
 }
 
+// CheckpointRuleStatus is the status a checkpoint stands for in the status
+// rule: its status, except that a checkpoint flagged isException counts as
+// exception (unless it reports a delivery, which stays a delivery).
+func CheckpointRuleStatus(status string, isException bool) string {
+	if isException && status != TrackingDelivered {
+		return TrackingException
+	}
+	return status
+}
+
 // TrackingStep is a checkpoint as the status rule sees it.
 type TrackingStep struct {
-	Status   string
-	Time     time.Time
-	Sequence int
+	Status string
+	// IsException is the checkpoint's isException flag: the step counts as
+	// an exception (CheckpointRuleStatus).
+	IsException bool
+	Time        time.Time
+	Sequence    int
 }
 
 // ShipmentStatusAfterSteps applies ShipmentStatusAfter to the steps newer
-// than since (nil: all of them), oldest first (ties by sequence). It returns
+// than since (nil: all of them), oldest first (ties by sequence), each step
+// standing for its CheckpointRuleStatus. It returns
 // the resulting status and, when it moved the shipment to delivered, the
 // time of the checkpoint that did.
 func ShipmentStatusAfterSteps(current string, since *time.Time, steps []TrackingStep) (string, *time.Time) {
@@ -96,7 +110,7 @@ func ShipmentStatusAfterSteps(current string, since *time.Time, steps []Tracking
 	status := current
 	var deliveredAt *time.Time
 	for _, s := range newer {
-		next := ShipmentStatusAfter(status, s.Status)
+		next := ShipmentStatusAfter(status, CheckpointRuleStatus(s.Status, s.IsException))
 		if next == TrackingDelivered && status != TrackingDelivered {
 			t := s.Time
 			deliveredAt = &t
@@ -207,9 +221,13 @@ type TxBeginner interface {
 const (
 	// Locks the shipments (in id order, so concurrent writers cannot
 	// deadlock) and reads their status and newest recorded checkpoint time.
+	// A checkpoint dated in the future (a carrier's clock, or one written
+	// before the API bounded checkpointTime) is not the newest: counting it
+	// would freeze the shipment's status until that time.
 	lockTrackedShipmentsSQL = `
 SELECT s.id, s.organization_id, s.status,
-       (SELECT max(c.checkpoint_time) FROM tracking_checkpoints c WHERE c.shipment_id = s.id) AS last_checkpoint_at
+       (SELECT max(c.checkpoint_time) FROM tracking_checkpoints c
+         WHERE c.shipment_id = s.id AND c.checkpoint_time <= now()) AS last_checkpoint_at
   FROM shipments s
  WHERE s.id = ANY($1::uuid[]) AND ($2::uuid IS NULL OR s.organization_id = $2::uuid)
  ORDER BY s.id
@@ -294,7 +312,8 @@ type lockedShipment struct {
 // inserts or upserts every checkpoint (one INSERT … SELECT FROM unnest … ON
 // CONFLICT … RETURNING), moves each shipment's status by
 // ShipmentStatusAfterSteps over its checkpoints newer than its newest
-// recorded one, and writes every shipment change (one UPDATE … FROM unnest).
+// recorded one (checkpoints dated in the future do not count as the newest),
+// and writes every shipment change (one UPDATE … FROM unnest).
 //
 // Errors: *UnknownShipmentsError (matches ErrNotFound) when a shipment does
 // not exist (in the organization): nothing is written. With InsertOnly,
@@ -373,7 +392,8 @@ func recordCheckpoints(ctx context.Context, tx pgx.Tx, w TrackingWrite) (Trackin
 	// 3. The rule, shipment by shipment, over the checkpoints of this write.
 	steps := map[uuid.UUID][]TrackingStep{}
 	for _, c := range w.Checkpoints {
-		steps[c.ShipmentID] = append(steps[c.ShipmentID], TrackingStep{Status: c.Status, Time: c.CheckpointTime, Sequence: c.Sequence})
+		steps[c.ShipmentID] = append(steps[c.ShipmentID], TrackingStep{Status: c.Status, IsException: c.IsException,
+			Time: c.CheckpointTime, Sequence: c.Sequence})
 	}
 	type update struct {
 		status      *string

@@ -69,6 +69,49 @@ func TestTrackingStatusRule(t *testing.T) {
 	require.Equal(t, it, got)
 }
 
+// TestTrackingIsExceptionRule: a checkpoint flagged isException counts as
+// an exception in the status rule, whatever its status, except a delivery.
+func TestTrackingIsExceptionRule(t *testing.T) {
+	const (
+		pend = store.TrackingPending
+		lc   = store.TrackingLabelCreated
+		it   = store.TrackingInTransit
+		ofd  = store.TrackingOutForDelivery
+		del  = store.TrackingDelivered
+		exc  = store.TrackingException
+	)
+	for _, c := range []struct {
+		status string
+		isExc  bool
+		want   string
+	}{
+		{pend, false, pend}, {lc, false, lc}, {it, false, it}, {ofd, false, ofd}, {del, false, del}, {exc, false, exc},
+		{pend, true, exc}, {lc, true, exc}, {it, true, exc}, {ofd, true, exc}, {exc, true, exc},
+		{del, true, del},
+	} {
+		require.Equal(t, c.want, store.CheckpointRuleStatus(c.status, c.isExc), "%s isException=%v", c.status, c.isExc)
+	}
+
+	t0 := time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		current string
+		step    store.TrackingStep
+		want    string
+	}{
+		{lc, store.TrackingStep{Status: it, IsException: true, Time: t0}, exc},
+		{it, store.TrackingStep{Status: it, IsException: true, Time: t0}, exc},
+		{ofd, store.TrackingStep{Status: ofd, IsException: true, Time: t0}, exc},
+		{ofd, store.TrackingStep{Status: lc, IsException: true, Time: t0}, exc},
+		{exc, store.TrackingStep{Status: it, IsException: true, Time: t0}, exc},
+		{exc, store.TrackingStep{Status: it, Time: t0}, it},
+		{it, store.TrackingStep{Status: del, IsException: true, Time: t0}, del},
+		{del, store.TrackingStep{Status: it, IsException: true, Time: t0}, del},
+	} {
+		got, _ := store.ShipmentStatusAfterSteps(c.current, nil, []store.TrackingStep{c.step})
+		require.Equal(t, c.want, got, "%s + %s isException=%v", c.current, c.step.Status, c.step.IsException)
+	}
+}
+
 // trackingTestOrg creates an organization.
 func trackingTestOrg(t *testing.T, s *store.Store) uuid.UUID {
 	t.Helper()
@@ -281,6 +324,42 @@ func TestTrackingRecordProgression(t *testing.T) {
 	// Delivered is final.
 	require.Empty(t, rec(trackingCP(sh, 7, store.TrackingException, t0.Add(7*time.Hour), "g")))
 	require.Equal(t, store.TrackingDelivered, status())
+}
+
+// TestTrackingRecordFutureCheckpoint: a checkpoint dated in the future does
+// not count as the shipment's newest, so it cannot freeze the status; a
+// checkpoint flagged isException moves the shipment to exception.
+func TestTrackingRecordFutureCheckpoint(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org := trackingTestOrg(t, s)
+	sh := trackingTestShipment(t, s, org, store.TrackingLabelCreated, trackingPtr("794800000001"))
+	rec := func(cps ...store.Checkpoint) {
+		t.Helper()
+		_, err := store.RecordCheckpoints(ctx, s.Pool, store.TrackingWrite{OrganizationID: org, Checkpoints: cps})
+		require.NoError(t, err)
+	}
+	status := func() string { return trackingTestRow(t, s, sh).Status }
+	now := time.Now().UTC().Truncate(time.Second)
+
+	// A label_created scan a year ahead (stored as it came).
+	rec(trackingCP(sh, 0, store.TrackingLabelCreated, now.AddDate(1, 0, 0), "future"))
+	require.Equal(t, store.TrackingLabelCreated, status())
+	// Today's scans still move the shipment.
+	rec(trackingCP(sh, 1, store.TrackingInTransit, now.Add(-2*time.Hour), "a"))
+	require.Equal(t, store.TrackingInTransit, status())
+	// A scan older than a real newest one still does not.
+	rec(trackingCP(sh, 2, store.TrackingOutForDelivery, now.Add(-3*time.Hour), "b"))
+	require.Equal(t, store.TrackingInTransit, status())
+
+	// isException on an in_transit scan: exception.
+	c := trackingCP(sh, 3, store.TrackingInTransit, now.Add(-time.Hour), "c")
+	c.IsException = true
+	rec(c)
+	require.Equal(t, store.TrackingException, status())
+	// A later plain scan takes it out again.
+	rec(trackingCP(sh, 4, store.TrackingOutForDelivery, now.Add(-30*time.Minute), "d"))
+	require.Equal(t, store.TrackingOutForDelivery, status())
 }
 
 func TestTrackingRecordShipmentStamps(t *testing.T) {
