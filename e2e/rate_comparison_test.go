@@ -1,95 +1,33 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/server/temporaltest"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/fos-dev/fos/api"
-	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
-	"github.com/fos-dev/fos/platforms"
-	"github.com/fos-dev/fos/sandboxapi"
-	"github.com/fos-dev/fos/secrets"
-	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/store/storetest"
-	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
 
-// rcStack is the running service with the sandbox carriers wired into the
-// API and the worker; it serves tests and benchmarks alike.
+// rcStack is the running service with an organization and an API key with
+// the rate-compare scopes; it serves tests and benchmarks alike.
 type rcStack struct {
-	tb       testing.TB
-	api      *httptest.Server
-	temporal client.Client
-	store    *store.Store
-	box      *secrets.Box
-	key      string // API key with the rate-compare scopes
-	orgID    string
+	*stack
+	tb    testing.TB
+	key   string // API key with the rate-compare scopes
+	orgID string
 }
 
 func rcStart(tb testing.TB) *rcStack {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if testing.Verbose() {
-		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	st := storetest.New(tb)
-	box, err := secrets.NewBox(secrets.NewKey())
-	require.NoError(tb, err)
-	sb := httptest.NewServer(sandboxapi.NewHandler())
-	tb.Cleanup(sb.Close)
-	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
-
-	var ts *temporaltest.TestServer
-	if t, ok := tb.(*testing.T); ok {
-		ts = temporaltest.NewServer(temporaltest.WithT(t))
-	} else {
-		ts = temporaltest.NewServer()
-		tb.Cleanup(ts.Stop)
-	}
-	c := ts.GetDefaultClient()
-	require.NoError(tb, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
-	w := worker.New(c, taskQueue, worker.Deps{
-		Store: st, Secrets: box, Carriers: reg, Logger: logger,
-		Platforms: platforms.NewSandboxRegistry(sb.URL, sb.Client()),
-	})
-	require.NoError(tb, w.Start())
-	tb.Cleanup(w.Stop)
-
-	srv := httptest.NewServer(api.NewRouter(api.Deps{
-		Store:     st,
-		Logger:    logger,
-		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
-		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
-		Secrets:   box,
-		Carriers:  reg,
-		Temporal:  c,
-		TaskQueue: taskQueue,
-		BaseURL:   "http://fos.test",
-	}))
-	tb.Cleanup(srv.Close)
-	s := &rcStack{tb: tb, api: srv, temporal: c, store: st, box: box}
+	s := &rcStack{stack: start(tb), tb: tb}
 
 	// A user with an organization and an API key with the rate-compare scopes.
 	mail := "rc-" + uuid.NewString()[:8] + "@example.com"
@@ -102,34 +40,6 @@ func rcStart(tb testing.TB) *rcStack {
 	}))
 	s.key = key["key"].(string)
 	return s
-}
-
-// call sends a request and decodes the JSON answer.
-func (s *rcStack) call(token, org, method, path string, body any) (int, map[string]any) {
-	s.tb.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		require.NoError(s.tb, err)
-		rd = bytes.NewReader(raw)
-	}
-	req, err := http.NewRequest(method, s.api.URL+path, rd)
-	require.NoError(s.tb, err)
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	if org != "" {
-		req.Header.Set("X-Organization-Id", org)
-	}
-	resp, err := s.api.Client().Do(req)
-	require.NoError(s.tb, err)
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
-	require.NoError(s.tb, err)
-	var out map[string]any
-	require.NoError(s.tb, json.Unmarshal(raw, &out), "%s %s answered %d %s", method, path, resp.StatusCode, raw)
-	return resp.StatusCode, out
 }
 
 func (s *rcStack) mustCall(status int, token, org, method, path string, body any) map[string]any {

@@ -45,7 +45,7 @@ const taskQueue = "fos-e2e"
 // stack is the running service: real router, real worker, an in-process
 // Temporal server, PostgreSQL and the sandbox platforms and carriers.
 type stack struct {
-	t        *testing.T
+	t        testing.TB
 	api      *httptest.Server
 	sandbox  *httptest.Server
 	temporal client.Client
@@ -54,7 +54,8 @@ type stack struct {
 	reg      *carriers.Registry
 }
 
-func start(t *testing.T) *stack {
+// start runs the stack for a test or a benchmark.
+func start(t testing.TB) *stack {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -70,7 +71,13 @@ func start(t *testing.T) *stack {
 	t.Cleanup(sb.Close)
 	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
 
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	var ts *temporaltest.TestServer
+	if tt, ok := t.(*testing.T); ok {
+		ts = temporaltest.NewServer(temporaltest.WithT(tt))
+	} else {
+		ts = temporaltest.NewServer()
+		t.Cleanup(ts.Stop)
+	}
 	c := ts.GetDefaultClient()
 	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
 	// Idempotent.
