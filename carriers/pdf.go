@@ -8,7 +8,8 @@ import (
 	"image/color"
 	_ "image/gif" // label images of carrier_b
 	_ "image/png"
-	"strings"
+
+	"github.com/fos-dev/fos/pdfdoc"
 )
 
 // imageLabelPDF wraps a label image (GIF or PNG) into a one-page 4x6 inch
@@ -41,7 +42,7 @@ func imageLabelPDF(imgData []byte, caption string) ([]byte, error) {
 	dw, dh := float64(w)*scale, float64(h)*scale
 	x0, y0 := (pageW-dw)/2, band+(pageH-band-dh)/2
 	content := fmt.Sprintf("q %.2f 0 0 %.2f %.2f %.2f cm /Im1 Do Q\nBT /F1 8 Tf 8 4 Td (%s) Tj ET\n",
-		dw, dh, x0, y0, pdfEscape(caption))
+		dw, dh, x0, y0, pdfdoc.Text(caption))
 
 	objs := []string{
 		"<< /Type /Catalog /Pages 2 0 R >>",
@@ -51,40 +52,5 @@ func imageLabelPDF(imgData []byte, caption string) ([]byte, error) {
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
 		fmt.Sprintf("<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n%s\nendstream", w, h, z.Len(), z.String()),
 	}
-	return assemblePDF(objs), nil
-}
-
-// assemblePDF writes numbered objects (1…n) with a valid xref table.
-func assemblePDF(objs []string) []byte {
-	var buf bytes.Buffer
-	buf.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = buf.Len()
-		fmt.Fprintf(&buf, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := buf.Len()
-	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&buf, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return buf.Bytes()
-}
-
-// pdfEscape makes s a safe PDF literal string body (ASCII only).
-func pdfEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '(' || r == ')' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 32 || r > 126:
-			b.WriteByte('?')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return pdfdoc.Assemble(objs), nil
 }

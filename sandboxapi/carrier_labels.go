@@ -8,6 +8,8 @@ import (
 	"image/color"
 	"image/gif"
 	"strings"
+
+	"github.com/fos-dev/fos/pdfdoc"
 )
 
 // labelInfo is what a sandbox label shows.
@@ -28,7 +30,7 @@ type labelInfo struct {
 func labelPDF(li labelInfo) []byte {
 	var c strings.Builder
 	text := func(x, y, size float64, s string) {
-		fmt.Fprintf(&c, "BT /F1 %.0f Tf %.1f %.1f Td (%s) Tj ET\n", size, x, y, pdfText(s))
+		fmt.Fprintf(&c, "BT /F1 %.0f Tf %.1f %.1f Td (%s) Tj ET\n", size, x, y, pdfdoc.Text(s))
 	}
 	c.WriteString("0 0 0 rg 2 w 6 6 276 420 re S\n")
 	text(14, 404, 16, li.carrier+" SANDBOX LABEL")
@@ -63,37 +65,7 @@ func labelPDF(li labelInfo) []byte {
 		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(content), content),
 		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
 	}
-	var buf bytes.Buffer
-	buf.WriteString("%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
-	offsets := make([]int, len(objs))
-	for i, o := range objs {
-		offsets[i] = buf.Len()
-		fmt.Fprintf(&buf, "%d 0 obj\n%s\nendobj\n", i+1, o)
-	}
-	xref := buf.Len()
-	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
-	for _, off := range offsets {
-		fmt.Fprintf(&buf, "%010d 00000 n \n", off)
-	}
-	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
-	return buf.Bytes()
-}
-
-// pdfText escapes a PDF literal string (ASCII only).
-func pdfText(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '(' || r == ')' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 32 || r > 126:
-			b.WriteByte('?')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	return pdfdoc.Assemble(objs)
 }
 
 func groupDigits(s string) string {
