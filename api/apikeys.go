@@ -15,11 +15,12 @@ import (
 // mountAPIKeys registers the API key endpoints (Admin or Owner users only;
 // API keys cannot manage keys: 403).
 func (s *Server) mountAPIKeys(r chi.Router) {
-	r.With(s.roles(auth.AdminOrOwner...)).Route("/api-keys", func(r chi.Router) {
-		r.Get("/", s.h(s.listAPIKeys))
-		r.Post("/", s.h(s.createAPIKey))
-		r.Delete("/{id}", s.h(s.revokeAPIKey))
-	})
+	// Flat routes (no sub-router), so an unknown method is 405 before any
+	// authentication runs.
+	admin := r.With(s.roles(auth.AdminOrOwner...))
+	admin.Get("/api-keys", s.h(s.listAPIKeys))
+	admin.Post("/api-keys", s.h(s.createAPIKey))
+	admin.Delete("/api-keys/{id}", s.h(s.revokeAPIKey))
 }
 
 // apiKeyJSON is the API key list item.

@@ -94,6 +94,9 @@ func TestConventions(t *testing.T) {
 	requireError(t, res, 404, "not_found")
 	require.NotEmpty(t, res.Header.Get("X-Request-Id"))
 	requireError(t, e.do(owner.caller, "PUT", "/api/v1/api-keys", nil), 405, "method_not_allowed")
+	// 405 comes before authentication: the method is wrong whoever asks.
+	requireError(t, e.do(caller{}, "PATCH", "/api/api-keys", nil), 405, "method_not_allowed")
+	requireError(t, e.do(e.apiKey(owner, "orders:read"), "PUT", "/api/v1/api-keys", nil), 405, "method_not_allowed")
 
 	// A client request id is echoed.
 	res = e.do(owner.caller, "GET", "/api/v1/api-keys", nil, "X-Request-Id", "trace-123")
