@@ -2,13 +2,9 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -41,47 +37,17 @@ const PickupCompletionInterval = time.Hour
 // has passed. Overlapping runs are skipped. It is idempotent: call it at
 // worker startup.
 func EnsurePickupCompletionSchedule(ctx context.Context, c client.Client, taskQueue string) error {
-	action := &client.ScheduleWorkflowAction{
-		ID:                       workflows.PickupCompletionWorkflowID,
-		Workflow:                 workflows.PickupCompletionWorkflowType,
-		TaskQueue:                taskQueue,
-		WorkflowExecutionTimeout: 30 * time.Minute,
-		Memo:                     map[string]any{"job": "pickup-completion"},
-	}
-	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: PickupCompletionInterval}}}
-	_, err := c.ScheduleClient().Create(ctx, client.ScheduleOptions{
-		ID:                 workflows.PickupCompletionScheduleID,
-		Spec:               spec,
-		Action:             action,
-		Overlap:            enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
-		CatchupWindow:      PickupCompletionInterval,
-		TriggerImmediately: true,
-		Memo:               map[string]any{"job": "pickup-completion"},
-	})
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create schedule %s: %w", workflows.PickupCompletionScheduleID, err)
-	}
-	// It exists: make its spec and action the current ones (e.g. another
-	// task queue).
-	h := c.ScheduleClient().GetHandle(ctx, workflows.PickupCompletionScheduleID)
-	err = h.Update(ctx, client.ScheduleUpdateOptions{
-		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-			s := in.Description.Schedule
-			s.Spec = &spec
-			s.Action = action
-			if s.Policy == nil {
-				s.Policy = &client.SchedulePolicies{}
-			}
-			s.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
-			s.Policy.CatchupWindow = PickupCompletionInterval
-			return &client.ScheduleUpdate{Schedule: &s}, nil
+	return ensureSchedule(ctx, c, scheduleSpec{
+		id:    workflows.PickupCompletionScheduleID,
+		every: PickupCompletionInterval,
+		action: &client.ScheduleWorkflowAction{
+			ID:                       workflows.PickupCompletionWorkflowID,
+			Workflow:                 workflows.PickupCompletionWorkflowType,
+			TaskQueue:                taskQueue,
+			WorkflowExecutionTimeout: 30 * time.Minute,
+			Memo:                     map[string]any{"job": "pickup-completion"},
 		},
+		note:       "marks confirmed pickups whose date has passed completed",
+		triggerNow: true,
 	})
-	if err != nil {
-		return fmt.Errorf("update schedule %s: %w", workflows.PickupCompletionScheduleID, err)
-	}
-	return nil
 }

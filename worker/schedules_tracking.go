@@ -2,13 +2,9 @@ package worker
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/workflows"
 )
@@ -26,43 +22,16 @@ func EnsureTrackingSchedule(ctx context.Context, c client.Client, taskQueue stri
 	if every <= 0 {
 		every = DefaultTrackingEvery
 	}
-	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: every}}}
-	action := &client.ScheduleWorkflowAction{
-		ID:        workflows.TrackingPollerWorkflowID,
-		Workflow:  workflows.TrackingPollerWorkflowType,
-		Args:      []any{workflows.TrackingPollerInput{}},
-		TaskQueue: taskQueue,
-		Memo:      map[string]any{"scheduleId": workflows.TrackingPollerScheduleID},
-	}
-	policy := client.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: every}
-
-	sc := c.ScheduleClient()
-	_, err := sc.Create(ctx, client.ScheduleOptions{
-		ID:            workflows.TrackingPollerScheduleID,
-		Spec:          spec,
-		Action:        action,
-		Overlap:       policy.Overlap,
-		CatchupWindow: policy.CatchupWindow,
-		Note:          "tracks carrier-tracked shipments that are still moving",
-	})
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
-		return fmt.Errorf("create schedule %s: %w", workflows.TrackingPollerScheduleID, err)
-	}
-	h := sc.GetHandle(ctx, workflows.TrackingPollerScheduleID)
-	err = h.Update(ctx, client.ScheduleUpdateOptions{
-		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
-			s := in.Description.Schedule
-			s.Spec = &spec
-			s.Action = action
-			s.Policy = &policy
-			return &client.ScheduleUpdate{Schedule: &s}, nil
+	return ensureSchedule(ctx, c, scheduleSpec{
+		id:    workflows.TrackingPollerScheduleID,
+		every: every,
+		action: &client.ScheduleWorkflowAction{
+			ID:        workflows.TrackingPollerWorkflowID,
+			Workflow:  workflows.TrackingPollerWorkflowType,
+			Args:      []any{workflows.TrackingPollerInput{}},
+			TaskQueue: taskQueue,
+			Memo:      map[string]any{"scheduleId": workflows.TrackingPollerScheduleID},
 		},
+		note: "tracks carrier-tracked shipments that are still moving",
 	})
-	if err != nil {
-		return fmt.Errorf("update schedule %s: %w", workflows.TrackingPollerScheduleID, err)
-	}
-	return nil
 }
