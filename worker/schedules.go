@@ -9,6 +9,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/fos-dev/fos/workflows"
 )
 
 // scheduleSpec is a service-wide Temporal Schedule: one workflow started
@@ -59,4 +61,23 @@ func ensureSchedule(ctx context.Context, c client.Client, s scheduleSpec) error 
 		return fmt.Errorf("update schedule %s: %w", s.id, err)
 	}
 	return nil
+}
+
+// MaintenanceInterval is how often the maintenance schedule runs.
+const MaintenanceInterval = time.Hour
+
+// EnsureMaintenanceSchedule creates or updates schedule/maintenance, which
+// starts the Maintenance workflow (purging expired records) every hour.
+func EnsureMaintenanceSchedule(ctx context.Context, c client.Client, taskQueue string) error {
+	return ensureSchedule(ctx, c, scheduleSpec{
+		id:    workflows.MaintenanceScheduleID,
+		every: MaintenanceInterval,
+		action: &client.ScheduleWorkflowAction{
+			ID:                       workflows.MaintenanceWorkflowID,
+			Workflow:                 workflows.MaintenanceWorkflowType,
+			TaskQueue:                taskQueue,
+			WorkflowExecutionTimeout: 30 * time.Minute,
+		},
+		note: "purges expired records (idempotency keys)",
+	})
 }

@@ -57,6 +57,8 @@ func Register(r sdkworker.Registry, deps Deps) {
 		Logger:    logger.With("component", "activities"),
 	})
 	deps.Logger = logger
+	r.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowType})
+	r.RegisterActivity(&activities.MaintenanceActivities{Store: deps.Store, Logger: logger.With("component", "activities")})
 	// One function per domain, each in its own file (register_<domain>.go).
 	registerCarrierAccounts(r, deps)
 	registerShipments(r, deps)

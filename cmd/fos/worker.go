@@ -68,6 +68,9 @@ func ensureSchedules(ctx context.Context, svc *services) error {
 	if err := worker.EnsurePickupCompletionSchedule(ctx, svc.temporal, svc.cfg.TaskQueue); err != nil {
 		return fmt.Errorf("pickup completion schedule: %w", err)
 	}
+	if err := worker.EnsureMaintenanceSchedule(ctx, svc.temporal, svc.cfg.TaskQueue); err != nil {
+		return fmt.Errorf("maintenance schedule: %w", err)
+	}
 	return nil
 }
 
