@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -33,13 +34,18 @@ const (
 	// ErrTypeRateComparisonCarrierUnavailable: a carrier kept failing in a
 	// way worth retrying (network, timeouts, 429, 5xx) for some items of a
 	// batch. Retryable: those items stay unfinished and the batch is
-	// retried, redoing only them.
+	// retried, redoing only them. The workflow retries it without an
+	// attempt limit, for as long as the batch's schedule-to-close timeout.
 	ErrTypeRateComparisonCarrierUnavailable = "RateComparisonCarrierUnavailable"
+	// ErrTypeRateComparisonBatchFailed: any other failure of a batch worth
+	// retrying (the database, …) that failed MaxOtherAttempts attempts in a
+	// row. Permanent: the comparison becomes failed.
+	ErrTypeRateComparisonBatchFailed = "RateComparisonBatchFailed"
 )
 
 // PermanentRateComparisonErrorTypes are the non-retryable error types of the
 // rate comparison activities, for retry policies.
-var PermanentRateComparisonErrorTypes = []string{ErrTypeRateComparisonGone, ErrTypeRateComparisonFatal, ErrTypeInvalidInput}
+var PermanentRateComparisonErrorTypes = []string{ErrTypeRateComparisonGone, ErrTypeRateComparisonFatal, ErrTypeInvalidInput, ErrTypeRateComparisonBatchFailed}
 
 // Defaults of RateComparisonActivities.
 const (
@@ -52,6 +58,9 @@ const (
 	// rcCallAttempts: a retryable carrier failure (network, 429, 5xx) of
 	// one item is tried this many times before the item fails.
 	rcCallAttempts = 3
+	// DefaultRateComparisonMaxOtherAttempts: a batch failing in a way worth
+	// retrying that is not a carrier outage is tried this many times.
+	DefaultRateComparisonMaxOtherAttempts = 5
 )
 
 // RateComparisonActivities are the activities of the RateComparison
@@ -67,6 +76,12 @@ type RateComparisonActivities struct {
 	// RetryBackoff is the first pause before a retried carrier call, doubled
 	// each time (0: 100ms).
 	RetryBackoff time.Duration
+	// MaxOtherAttempts bounds the attempts of a batch that fails in a way
+	// worth retrying other than a carrier outage; the last one's error is
+	// made non-retryable (0: DefaultRateComparisonMaxOtherAttempts). A
+	// carrier outage (ErrTypeRateComparisonCarrierUnavailable) is retried
+	// until the activity's schedule-to-close timeout.
+	MaxOtherAttempts int
 }
 
 // --- prepare ---
@@ -171,7 +186,37 @@ type RateComparisonBatchResult struct {
 // later (redoing only those items). Permanent per-item problems (unknown
 // number, no route in the tracking, a refused request) fail the item;
 // refused credentials stop the comparison (ErrTypeRateComparisonFatal).
+//
+// A Track call of several numbers that fails permanently (a response the
+// adapter cannot read, a refused request) is tried again one number at a
+// time, so that only the numbers at fault fail.
 func (a *RateComparisonActivities) ProcessRateComparisonBatch(ctx context.Context, in RateComparisonBatchInput) (RateComparisonBatchResult, error) {
+	res, err := a.processBatch(ctx, in)
+	return res, a.capAttempts(ctx, err)
+}
+
+// capAttempts makes the error of a batch's last allowed attempt permanent,
+// unless it is a carrier outage (retried as long as the workflow allows),
+// already permanent, or a cancellation.
+func (a *RateComparisonActivities) capAttempts(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && (appErr.NonRetryable() || appErr.Type() == ErrTypeRateComparisonCarrierUnavailable) {
+		return err
+	}
+	limit := a.MaxOtherAttempts
+	if limit <= 0 {
+		limit = DefaultRateComparisonMaxOtherAttempts
+	}
+	if int(activity.GetInfo(ctx).Attempt) < limit {
+		return err
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRateComparisonBatchFailed, err)
+}
+
+func (a *RateComparisonActivities) processBatch(ctx context.Context, in RateComparisonBatchInput) (RateComparisonBatchResult, error) {
 	orgID, compID, err := rcParseIDs(in.OrganizationID, in.ComparisonID)
 	if err != nil {
 		return RateComparisonBatchResult{}, err
@@ -241,10 +286,14 @@ func (a *RateComparisonActivities) ProcessRateComparisonBatch(ctx context.Contex
 	}
 	if len(done) > 0 {
 		res.Counters, err = store.RecordRateComparisonResults(wctx, a.Store.Pool, orgID, compID, done)
-		if errors.Is(err, store.ErrRateComparisonGone) {
+		switch {
+		case errors.Is(err, store.ErrRateComparisonGone):
 			return res, rcGone(in.ComparisonID)
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrRateComparisonClosed):
+			// Cancelled (or closed) meanwhile: nothing was written; stop.
+			return res, temporal.NewNonRetryableApplicationError("rate comparison "+in.ComparisonID+" is no longer processing",
+				ErrTypeRateComparisonGone, nil)
+		case err != nil:
 			return res, fmt.Errorf("record results of items %d-%d: %w", in.FromSeq, in.ToSeq, err)
 		}
 	}
@@ -254,8 +303,17 @@ func (a *RateComparisonActivities) ProcessRateComparisonBatch(ctx context.Contex
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	if err := b.transientError(); err != nil {
-		return res, err
+	if b.hasTransient() {
+		// The message counts what is left of the whole comparison.
+		pending := res.Counters.PendingItems
+		if len(done) == 0 {
+			c, err := store.RateComparisonByID(ctx, a.Store.Pool, orgID, compID)
+			if err != nil {
+				return res, fmt.Errorf("read rate comparison: %w", err)
+			}
+			pending = c.PendingItems
+		}
+		return res, b.transientError(pending)
 	}
 	a.log().DebugContext(ctx, "rate comparison batch", "comparison_id", in.ComparisonID, "from", in.FromSeq, "to", in.ToSeq,
 		"completed", res.Completed, "failed", res.Failed)
@@ -352,20 +410,26 @@ func (b *rcBatch) setTransient(n int, err error) {
 	b.transientErr = err
 }
 
-// transientError is the retryable error of a batch that left items
-// unfinished because a carrier was unavailable, nil otherwise.
-func (b *rcBatch) transientError() error {
+// hasTransient reports whether items were left unfinished because a
+// carrier was unavailable.
+func (b *rcBatch) hasTransient() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.transient == 0 {
-		return nil
-	}
+	return b.transient > 0
+}
+
+// transientError is the retryable error of a batch that left items
+// unfinished because a carrier was unavailable; pending is the number of
+// the comparison's items not processed yet.
+func (b *rcBatch) transientError(pending int) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	carrier := "the carrier"
 	if ce, ok := carriers.AsError(b.transientErr); ok && ce.Carrier != "" {
 		carrier = ce.Carrier
 	}
 	return temporal.NewApplicationErrorWithCause(fmt.Sprintf("%s is unavailable: %s (%d items not processed)",
-		carrier, rcCarrierMessage(b.transientErr), b.transient), ErrTypeRateComparisonCarrierUnavailable, b.transientErr)
+		carrier, rcCarrierMessage(b.transientErr), pending), ErrTypeRateComparisonCarrierUnavailable, b.transientErr)
 }
 
 // setFatal records the first fatal error; the batch stops starting work.
@@ -404,51 +468,44 @@ func (b *rcBatch) parallel(n int, fn func(i int)) {
 }
 
 // track tracks the items with the source carrier, a chunk per Track call,
-// and returns the items that can be rated; the others are failed.
+// and returns the items that can be rated; the others are failed. A chunk
+// whose call fails permanently is tracked again one number per call (at
+// most the configured concurrency in flight), so that one number the
+// adapter cannot handle fails alone.
 func (b *rcBatch) track() []rcTracked {
 	chunks := (len(b.items) + rcTrackChunk - 1) / rcTrackChunk
 	byIndex := make([]*carriers.TrackResult, len(b.items))
 	retry := make([]bool, len(b.items)) // left unfinished: the carrier was unavailable
+	var (
+		mu     sync.Mutex
+		singly []int // items of chunks whose call failed permanently
+	)
 	b.parallel(chunks, func(c int) {
 		lo, hi := c*rcTrackChunk, min((c+1)*rcTrackChunk, len(b.items))
-		numbers := make([]string, 0, hi-lo)
-		for _, it := range b.items[lo:hi] {
-			numbers = append(numbers, it.TrackingNumber)
-		}
-		var results []carriers.TrackResult
-		err := b.a.call(b.ctx, func() error {
-			var err error
-			results, err = b.source.Track(b.ctx, b.sourceAcct, numbers)
-			return err
-		})
+		err := b.trackRange(lo, hi, byIndex, retry)
 		switch {
-		case b.ctx.Err() != nil:
-			return // cancelled: these items stay unfinished
-		case rcIsFatal(err):
-			b.setFatal(rcFatal(b.sourceAcct.Carrier+" refused to track with account "+b.sourceAcct.ID+": "+rcCarrierMessage(err), err))
-			return
-		case err != nil && carriers.IsRetryable(err):
+		case err == nil:
+		case hi-lo > 1:
+			mu.Lock()
 			for i := lo; i < hi; i++ {
-				retry[i] = true
+				singly = append(singly, i)
 			}
-			b.setTransient(hi-lo, err)
-			return
-		case err != nil:
-			for i := lo; i < hi; i++ {
-				b.fail(i, b.sourceAcct.Carrier+" tracking failed: "+rcCarrierMessage(err))
-			}
-			return
-		}
-		found := make(map[string]carriers.TrackResult, len(results))
-		for _, r := range results {
-			found[strings.ToUpper(r.TrackingNumber)] = r
-		}
-		for i := lo; i < hi; i++ {
-			if r, ok := found[strings.ToUpper(strings.TrimSpace(b.items[i].TrackingNumber))]; ok {
-				byIndex[i] = &r
-			}
+			mu.Unlock()
+		default:
+			b.fail(lo, b.sourceAcct.Carrier+" tracking failed: "+rcCarrierMessage(err))
 		}
 	})
+	if len(singly) > 0 && !b.stopped() {
+		sort.Ints(singly)
+		b.a.log().InfoContext(b.ctx, "rate comparison: a tracking call failed; tracking its numbers one by one",
+			"carrier", b.sourceAcct.Carrier, "numbers", len(singly))
+		b.parallel(len(singly), func(k int) {
+			i := singly[k]
+			if err := b.trackRange(i, i+1, byIndex, retry); err != nil {
+				b.fail(i, b.sourceAcct.Carrier+" tracking failed: "+rcCarrierMessage(err))
+			}
+		})
+	}
 	if b.stopped() {
 		return nil
 	}
@@ -472,6 +529,48 @@ func (b *rcBatch) track() []rcTracked {
 		}
 	}
 	return out
+}
+
+// trackRange tracks items [lo, hi) in one Track call and files the
+// results in byIndex. A cancellation, a fatal refusal and a failure worth
+// retrying (retry set, the items stay unfinished) are handled here; another
+// failure is returned, the items left for the caller to decide.
+func (b *rcBatch) trackRange(lo, hi int, byIndex []*carriers.TrackResult, retry []bool) error {
+	numbers := make([]string, 0, hi-lo)
+	for _, it := range b.items[lo:hi] {
+		numbers = append(numbers, it.TrackingNumber)
+	}
+	var results []carriers.TrackResult
+	err := b.a.call(b.ctx, func() error {
+		var err error
+		results, err = b.source.Track(b.ctx, b.sourceAcct, numbers)
+		return err
+	})
+	switch {
+	case b.ctx.Err() != nil:
+		return nil // cancelled: these items stay unfinished
+	case rcIsFatal(err):
+		b.setFatal(rcFatal(b.sourceAcct.Carrier+" refused to track with account "+b.sourceAcct.ID+": "+rcCarrierMessage(err), err))
+		return nil
+	case err != nil && carriers.IsRetryable(err):
+		for i := lo; i < hi; i++ {
+			retry[i] = true
+		}
+		b.setTransient(hi-lo, err)
+		return nil
+	case err != nil:
+		return err
+	}
+	found := make(map[string]carriers.TrackResult, len(results))
+	for _, r := range results {
+		found[strings.ToUpper(r.TrackingNumber)] = r
+	}
+	for i := lo; i < hi; i++ {
+		if r, ok := found[strings.ToUpper(strings.TrimSpace(b.items[i].TrackingNumber))]; ok {
+			byIndex[i] = &r
+		}
+	}
+	return nil
 }
 
 func rcRatable(a *carriers.Address) bool {

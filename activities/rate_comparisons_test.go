@@ -2,10 +2,12 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
@@ -321,14 +324,14 @@ func TestRateComparisonBatchUnavailableCarrier(t *testing.T) {
 	f := newRCFixture(t)
 	a := f.account(carriers.CarrierA, rcCredsA, store.CarrierAccountActive)
 	down := f.account(carriers.CarrierB, map[string]any{"clientId": "id", "clientSecret": "secret", "accountNumber": sandboxapi.FailValue}, store.CarrierAccountActive)
-	c := f.comparison(down, carriers.CarrierA, rcNumbers(5, "RCU"))
+	c := f.comparison(down, carriers.CarrierA, rcNumbers(8, "RCU"))
 	in := RateComparisonBatchInput{OrganizationID: f.orgID.String(), ComparisonID: c.ID.String(),
 		SourceAccountID: a.String(), TargetAccountID: down.String(), FromSeq: 1, ToSeq: 5}
 	_, err := f.runBatch(f.env(), in)
 	appErr := requireAppError(t, err, ErrTypeRateComparisonCarrierUnavailable, false)
 	require.Contains(t, appErr.Message(), "carrier_b is unavailable")
-	require.Contains(t, appErr.Message(), "(5 items not processed)")
-	for _, it := range f.items(c) {
+	require.Contains(t, appErr.Message(), "(8 items not processed)", "the comparison's pending items, not the batch's")
+	for _, it := range f.items(c)[:5] {
 		require.Equal(t, store.RateItemRating, it.Status)
 	}
 
@@ -459,4 +462,157 @@ func TestPickQuote(t *testing.T) {
 	require.Equal(t, "B", q.ServiceType)
 	_, ok = rcPickQuote(nil, "A")
 	require.False(t, ok)
+}
+
+// rcPoisonTrack makes the sandbox's carrier_a tracking answer carry a
+// malformed entry for the number poison, which fails the adapter's whole
+// Track call; calls counts the tracking calls and the numbers in each.
+func rcPoisonTrack(poison string, calls *[]int, mu *sync.Mutex) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.Contains(r.URL.Path, "/carrier_a/") || !strings.HasSuffix(r.URL.Path, "/track/v1/trackingnumbers") {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			var body map[string]any
+			if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &body) != nil {
+				w.WriteHeader(rec.Code)
+				_, _ = w.Write(rec.Body.Bytes())
+				return
+			}
+			out, _ := body["output"].(map[string]any)
+			results, _ := out["completeTrackResults"].([]any)
+			mu.Lock()
+			*calls = append(*calls, len(results))
+			mu.Unlock()
+			for _, res := range results {
+				if m, _ := res.(map[string]any); m != nil && m["trackingNumber"] == poison {
+					m["trackResults"] = []any{"not an object"}
+				}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(body)
+		})
+	}
+}
+
+// TestRateComparisonBatchPoisonTrackingNumber: one number whose tracking
+// answer the adapter cannot read fails alone; the other numbers of its
+// Track call are tracked one by one and rated.
+func TestRateComparisonBatchPoisonTrackingNumber(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		calls []int
+	)
+	numbers := rcNumbers(60, "RCP")
+	poison := numbers[7]
+	f := newRCFixture(t, rcPoisonTrack(poison, &calls, &mu))
+	f.acts.Concurrency = 4
+	a := f.account(carriers.CarrierA, rcCredsA, store.CarrierAccountActive)
+	b := f.account(carriers.CarrierB, rcCredsB, store.CarrierAccountActive)
+	c := f.comparison(b, carriers.CarrierA, numbers)
+	res, err := f.runBatch(f.env(), RateComparisonBatchInput{OrganizationID: f.orgID.String(), ComparisonID: c.ID.String(),
+		SourceAccountID: a.String(), TargetAccountID: b.String(), FromSeq: 1, ToSeq: 60})
+	require.NoError(t, err)
+	require.Equal(t, 60, res.Claimed)
+	require.Equal(t, 59, res.Completed)
+	require.Equal(t, 1, res.Failed)
+	for _, it := range f.items(c) {
+		if it.TrackingNumber == poison {
+			require.Equal(t, store.RateItemFailed, it.Status)
+			require.Contains(t, *it.Error, "carrier_a tracking failed")
+			continue
+		}
+		require.Equal(t, store.RateItemCompleted, it.Status, "%s: %v", it.TrackingNumber, it.Error)
+	}
+	// The first chunk (50 numbers, two carrier calls of 30 and 20) failed
+	// and was tracked again one number per call; the second chunk (10) was
+	// fine.
+	mu.Lock()
+	defer mu.Unlock()
+	singles := 0
+	for _, n := range calls {
+		if n == 1 {
+			singles++
+		}
+	}
+	require.Equal(t, 50, singles, "%v", calls)
+}
+
+// TestRateComparisonBatchClosedMeanwhile: a comparison cancelled while a
+// batch runs gets nothing from the batch's write, and the batch stops with
+// a permanent error instead of reporting success.
+func TestRateComparisonBatchClosedMeanwhile(t *testing.T) {
+	var (
+		once sync.Once
+		f    *rcFixture
+		c    store.RateComparison
+	)
+	f = newRCFixture(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.Contains(r.URL.Path, "/api/rating/") {
+				once.Do(func() {
+					_, err := store.FinishRateComparison(context.Background(), f.st.Pool, f.orgID, c.ID, store.FinishCancelled, "")
+					require.NoError(t, err)
+				})
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	a := f.account(carriers.CarrierA, rcCredsA, store.CarrierAccountActive)
+	b := f.account(carriers.CarrierB, rcCredsB, store.CarrierAccountActive)
+	c = f.comparison(b, carriers.CarrierA, rcNumbers(10, "RCM"))
+	_, err := f.runBatch(f.env(), RateComparisonBatchInput{OrganizationID: f.orgID.String(), ComparisonID: c.ID.String(),
+		SourceAccountID: a.String(), TargetAccountID: b.String(), FromSeq: 1, ToSeq: 10})
+	appErr := requireAppError(t, err, ErrTypeRateComparisonGone, true)
+	require.Contains(t, appErr.Message(), "no longer processing")
+	got, err := store.RateComparisonByID(context.Background(), f.st.Pool, f.orgID, c.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.RateComparisonCancelled, got.Status)
+	require.Equal(t, 10, got.SkippedItems)
+	require.Zero(t, got.CompletedItems)
+	for _, it := range f.items(c) {
+		require.Equal(t, store.RateItemSkipped, it.Status)
+	}
+}
+
+// TestRateComparisonBatchOtherFailureAttempts: a failure worth retrying
+// that is not a carrier outage (here the database refusing the claim)
+// stays retryable until the last allowed attempt, which makes it permanent.
+func TestRateComparisonBatchOtherFailureAttempts(t *testing.T) {
+	f := newRCFixture(t)
+	a := f.account(carriers.CarrierA, rcCredsA, store.CarrierAccountActive)
+	b := f.account(carriers.CarrierB, rcCredsB, store.CarrierAccountActive)
+	c := f.comparison(b, carriers.CarrierA, rcNumbers(3, "RCO"))
+	name := "rc_fail_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	ctx := context.Background()
+	for _, q := range []string{
+		`CREATE FUNCTION ` + name + `() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.comparison_id = '` + c.ID.String() + `' THEN RAISE EXCEPTION 'injected failure'; END IF;
+    RETURN NEW;
+END $$`,
+		`CREATE TRIGGER ` + name + ` BEFORE UPDATE ON rate_comparison_items FOR EACH ROW EXECUTE FUNCTION ` + name + `()`,
+	} {
+		_, err := f.st.Pool.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		_, _ = f.st.Pool.Exec(ctx, `DROP TRIGGER `+name+` ON rate_comparison_items`)
+		_, _ = f.st.Pool.Exec(ctx, `DROP FUNCTION `+name+`()`)
+	})
+	in := RateComparisonBatchInput{OrganizationID: f.orgID.String(), ComparisonID: c.ID.String(),
+		SourceAccountID: a.String(), TargetAccountID: b.String(), FromSeq: 1, ToSeq: 3}
+
+	_, err := f.runBatch(f.env(), in)
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.False(t, appErr.NonRetryable(), "attempt 1 of %d: %v", DefaultRateComparisonMaxOtherAttempts, err)
+
+	f.acts.MaxOtherAttempts = 1
+	_, err = f.runBatch(f.env(), in)
+	requireAppError(t, err, ErrTypeRateComparisonBatchFailed, true)
 }

@@ -503,6 +503,8 @@ func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) e
 		BatchSize:     workflows.DefaultRateComparisonBatchSize,
 		Parallelism:   workflows.DefaultRateComparisonParallelism,
 		BatchesPerRun: workflows.DefaultRateComparisonBatchesPerRun,
+		// How long a batch is retried through a carrier outage.
+		BatchScheduleToClose: workflows.DefaultRateComparisonBatchScheduleToClose,
 	}
 	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"comparisonId": in.ComparisonID})
 	// The comparison was draft or failed, so a run with this id that is
@@ -557,7 +559,9 @@ func (s *Server) checkRateComparisonAccounts(ctx context.Context, c store.RateCo
 // cancelRateComparison (extension) cancels a processing comparison: it is
 // closed as cancelled at once (unfinished items skipped; a batch still
 // running cannot change them any more), then its workflow is cancelled so
-// that running batches stop at their next item.
+// that running batches stop at their next item. When the close fails the
+// workflow is cancelled all the same (it then closes the comparison as
+// cancelled itself) and the failure is reported.
 func (s *Server) cancelRateComparison(w http.ResponseWriter, r *http.Request) error {
 	c, err := s.rateComparisonFromPath(r)
 	if err != nil {
@@ -567,13 +571,13 @@ func (s *Server) cancelRateComparison(w http.ResponseWriter, r *http.Request) er
 		return errConflict("the rate comparison is " + c.Status + "; only a processing comparison can be cancelled")
 	}
 	done, err := store.FinishRateComparison(r.Context(), s.store.Pool, c.OrganizationID, c.ID, store.FinishCancelled, "")
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return errNotFound("rate comparison")
-	}
-	if err != nil {
+	case err != nil:
+		s.cancelRateComparisonWorkflow(r, c)
 		return err
-	}
-	if done.Status != store.RateComparisonCancelled {
+	case done.Status != store.RateComparisonCancelled:
 		return errConflict("the rate comparison is " + done.Status + "; only a processing comparison can be cancelled")
 	}
 	s.cancelRateComparisonWorkflow(r, c)

@@ -325,7 +325,8 @@ func expectRateComparisonStart(t *testing.T, tc *mocks.Client, orgID, id string,
 		mock.MatchedBy(func(in workflows.RateComparisonInput) bool {
 			return in.OrganizationID == orgID && in.ComparisonID == id && in.RequestedBy.Type == "user" && in.State == nil &&
 				in.BatchSize == workflows.DefaultRateComparisonBatchSize && in.Parallelism == workflows.DefaultRateComparisonParallelism &&
-				in.BatchesPerRun == workflows.DefaultRateComparisonBatchesPerRun
+				in.BatchesPerRun == workflows.DefaultRateComparisonBatchesPerRun &&
+				in.BatchScheduleToClose == workflows.DefaultRateComparisonBatchScheduleToClose
 		}),
 	)
 	if err != nil {
@@ -460,6 +461,69 @@ func TestRateComparisonCancelAndDelete(t *testing.T) {
 		require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(), `SELECT count(*) FROM rate_comparison_items WHERE comparison_id = $1`, id).Scan(&n))
 		require.Zero(t, n, "items deleted too")
 	}
+}
+
+// TestRateComparisonCancelWhenCloseFails: when closing the comparison
+// fails, its workflow is cancelled all the same (the workflow then closes
+// it as cancelled); a deadlock on the close is retried.
+func TestRateComparisonCancelWhenCloseFails(t *testing.T) {
+	tc := mocks.NewClient(t)
+	e := newEnv(t, func(d *Deps) { d.Temporal = tc })
+	owner := e.signup()
+	acct := rcAccount(t, e, owner.org, "carrier_a", "active", true)
+	pool := e.deps.Store.Pool
+	ctx := context.Background()
+	start := func() string {
+		id := rcCreate(t, e, owner.caller, acct, rcItems(3, "K"))["id"].(string)
+		_, _, err := store.StartRateComparison(ctx, pool, uuid.MustParse(owner.org), uuid.MustParse(id), "rate-comparison/"+id)
+		require.NoError(t, err)
+		return id
+	}
+	// failSkips makes the next `times` skips of the comparison's items fail
+	// with SQLSTATE code (times < 0: all).
+	failSkips := func(id string, times int, code string) {
+		name := "rc_fail_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+		limit := "true"
+		if times >= 0 {
+			limit = fmt.Sprintf("nextval('%s') <= %d", name, times)
+		}
+		for _, q := range []string{
+			`CREATE SEQUENCE ` + name,
+			`CREATE FUNCTION ` + name + `() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.comparison_id = '` + id + `' AND ` + limit + ` THEN
+        RAISE EXCEPTION 'injected failure' USING ERRCODE = '` + code + `';
+    END IF;
+    RETURN NEW;
+END $$`,
+			`CREATE TRIGGER ` + name + ` BEFORE UPDATE ON rate_comparison_items FOR EACH ROW EXECUTE FUNCTION ` + name + `()`,
+		} {
+			_, err := pool.Exec(ctx, q)
+			require.NoError(t, err)
+		}
+		t.Cleanup(func() {
+			_, _ = pool.Exec(ctx, `DROP TRIGGER `+name+` ON rate_comparison_items`)
+			_, _ = pool.Exec(ctx, `DROP FUNCTION `+name+`()`)
+			_, _ = pool.Exec(ctx, `DROP SEQUENCE `+name)
+		})
+	}
+
+	// The close keeps failing: 500, but the workflow is cancelled.
+	id := start()
+	failSkips(id, -1, "XX000")
+	tc.On("CancelWorkflow", mock.Anything, "rate-comparison/"+id, "").Return(nil).Once()
+	res := e.do(owner.caller, "POST", "/api/v1/rate-comparisons/"+id+"/cancel", nil)
+	require.Equal(t, 500, res.Code, "%s", res.Raw)
+	tc.AssertCalled(t, "CancelWorkflow", mock.Anything, "rate-comparison/"+id, "")
+
+	// A deadlock victim is run again: 200, cancelled.
+	id = start()
+	failSkips(id, 1, "40P01")
+	tc.On("CancelWorkflow", mock.Anything, "rate-comparison/"+id, "").Return(nil).Once()
+	res = e.do(owner.caller, "POST", "/api/v1/rate-comparisons/"+id+"/cancel", nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, "cancelled", res.data()["status"])
+	require.EqualValues(t, 3, res.data()["skippedItems"])
 }
 
 func TestRateComparisonItemsAndSummary(t *testing.T) {

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/store"
@@ -233,13 +238,17 @@ func TestStoreRateComparisonLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 6, n)
 
-	// A closed comparison is left alone; a late batch write touches nothing.
+	// A closed comparison is left alone; a late batch write touches nothing
+	// and says so (the batch activity then stops).
 	fin2, err := store.FinishRateComparison(ctx, s.Pool, orgID, c.ID, store.FinishCompleted, "")
 	require.NoError(t, err)
 	require.Equal(t, store.RateComparisonCancelled, fin2.Status)
-	late, err := store.RecordRateComparisonResults(ctx, s.Pool, orgID, c.ID, []store.RateComparisonItemResult{{ID: items[0].ID, Status: store.RateItemFailed}})
+	_, err = store.RecordRateComparisonResults(ctx, s.Pool, orgID, c.ID, []store.RateComparisonItemResult{{ID: items[0].ID, Status: store.RateItemFailed}})
+	require.ErrorIs(t, err, store.ErrRateComparisonClosed)
+	after, err := store.RateComparisonByID(ctx, s.Pool, orgID, c.ID)
 	require.NoError(t, err)
-	require.Zero(t, late.Written)
+	require.Equal(t, fin.CompletedItems, after.CompletedItems)
+	require.Equal(t, fin.FailedItems, after.FailedItems)
 
 	// Cancelled cannot be processed again.
 	_, _, err = store.StartRateComparison(ctx, s.Pool, orgID, c.ID, "wf")
@@ -324,4 +333,259 @@ func TestStoreRateComparisonList(t *testing.T) {
 	require.Equal(t, 2, n)
 	require.Len(t, list, 1)
 	require.Equal(t, a.ID, list[0].ID)
+}
+
+// TestStoreRateComparisonConcurrentCloseRace runs batch writes against a
+// cancel or a delete of the same comparison, many times: nothing may
+// deadlock, a write after the close changes nothing, and a cancelled
+// comparison's counters are exactly its items counted by status.
+func TestStoreRateComparisonConcurrentCloseRace(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, accountID := rcTestOrg(t, s)
+	const rounds, batches, perBatch = 50, 3, 15
+	price := func(v float64) *float64 { return &v }
+	for round := range rounds {
+		del := round%3 == 2
+		c := rcTestCreate(t, s, orgID, accountID, batches*perBatch)
+		_, _, err := store.StartRateComparison(ctx, s.Pool, orgID, c.ID, "wf")
+		require.NoError(t, err)
+		claims := make([][]store.RateComparisonWorkItem, batches)
+		for b := range batches {
+			claims[b], err = store.ClaimRateComparisonBatch(ctx, s.Pool, orgID, c.ID, b*perBatch+1, (b+1)*perBatch)
+			require.NoError(t, err)
+			require.Len(t, claims[b], perBatch)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		errs := make(chan error, batches+2)
+		// One more batch is claimed, moved to rating and written during
+		// the race.
+		late := rcTestCreateItems(t, s, orgID, c.ID, batches*perBatch, perBatch)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			claimed, err := store.ClaimRateComparisonBatch(ctx, s.Pool, orgID, c.ID, batches*perBatch+1, batches*perBatch+late)
+			if err != nil {
+				errs <- fmt.Errorf("claim: %w", err)
+				return
+			}
+			ids := make([]uuid.UUID, 0, len(claimed))
+			res := make([]store.RateComparisonItemResult, 0, len(claimed))
+			for _, it := range claimed {
+				ids = append(ids, it.ID)
+				res = append(res, store.RateComparisonItemResult{ID: it.ID, Status: store.RateItemCompleted, QuotedPrice: price(1), Currency: "USD"})
+			}
+			if err := store.MarkRateComparisonItemsRating(ctx, s.Pool, orgID, c.ID, ids); err != nil {
+				errs <- fmt.Errorf("mark rating: %w", err)
+				return
+			}
+			if len(res) == 0 {
+				return
+			}
+			_, err = store.RecordRateComparisonResults(ctx, s.Pool, orgID, c.ID, res)
+			if err != nil && !errors.Is(err, store.ErrRateComparisonGone) && !errors.Is(err, store.ErrRateComparisonClosed) {
+				errs <- fmt.Errorf("record late batch: %w", err)
+			}
+		}()
+		for b := range batches {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res := make([]store.RateComparisonItemResult, 0, perBatch)
+				for i, it := range claims[b] {
+					if i%4 == 3 {
+						res = append(res, store.RateComparisonItemResult{ID: it.ID, Status: store.RateItemFailed, Error: "x"})
+						continue
+					}
+					res = append(res, store.RateComparisonItemResult{ID: it.ID, Status: store.RateItemCompleted, Zone: "5",
+						QuotedService: "03", QuotedPrice: price(5), Currency: "USD"})
+				}
+				<-start
+				_, err := store.RecordRateComparisonResults(ctx, s.Pool, orgID, c.ID, res)
+				if err != nil && !errors.Is(err, store.ErrRateComparisonGone) && !errors.Is(err, store.ErrRateComparisonClosed) {
+					errs <- fmt.Errorf("record batch %d: %w", b, err)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			if del {
+				if err := store.DeleteRateComparison(ctx, s.Pool, orgID, c.ID); err != nil {
+					errs <- fmt.Errorf("delete: %w", err)
+				}
+				return
+			}
+			if _, err := store.FinishRateComparison(ctx, s.Pool, orgID, c.ID, store.FinishCancelled, ""); err != nil {
+				errs <- fmt.Errorf("cancel: %w", err)
+			}
+		}()
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err, "round %d", round)
+		}
+		if del {
+			_, err := store.RateComparisonByID(ctx, s.Pool, orgID, c.ID)
+			require.ErrorIs(t, err, store.ErrNotFound, "round %d", round)
+			continue
+		}
+		got, err := store.RateComparisonByID(ctx, s.Pool, orgID, c.ID)
+		require.NoError(t, err)
+		require.Equal(t, store.RateComparisonCancelled, got.Status, "round %d", round)
+		var pending, completed, failed, skipped int
+		var savings float64
+		require.NoError(t, s.Pool.QueryRow(ctx, `
+SELECT count(*) FILTER (WHERE status IN ('pending', 'tracking', 'rating')), count(*) FILTER (WHERE status = 'completed'),
+       count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'skipped'),
+       coalesce(sum(savings) FILTER (WHERE status = 'completed'), 0)::float8
+  FROM rate_comparison_items WHERE comparison_id = $1`, c.ID).Scan(&pending, &completed, &failed, &skipped, &savings))
+		require.Equal(t, []int{pending, completed, failed, skipped}, []int{got.PendingItems, got.CompletedItems, got.FailedItems, got.SkippedItems},
+			"round %d: counters (pending, completed, failed, skipped) match the items", round)
+		require.Zero(t, pending, "round %d", round)
+		require.InDelta(t, savings, got.TotalSavings, 0.001, "round %d", round)
+	}
+}
+
+// rcTestCreateItems appends n pending items after position after (the
+// comparison's total and pending counters follow) and returns n.
+func rcTestCreateItems(t *testing.T, s *store.Store, orgID, compID uuid.UUID, after, n int) int {
+	t.Helper()
+	_, err := s.Pool.Exec(t.Context(), `
+INSERT INTO rate_comparison_items (id, comparison_id, organization_id, seq, tracking_number, net_cost)
+SELECT gen_random_uuid(), $1, $2, $3 + g, 'LATE' || ($3 + g), 10 FROM generate_series(1, $4) g`, compID, orgID, after, n)
+	require.NoError(t, err)
+	_, err = s.Pool.Exec(t.Context(), `UPDATE rate_comparisons SET total_items = total_items + $2, pending_items = pending_items + $2 WHERE id = $1`, compID, n)
+	require.NoError(t, err)
+	return n
+}
+
+// rcInjectFailures makes the next `times` statements that change a row of
+// table (by `op`: UPDATE or DELETE) whose column col is id fail with
+// SQLSTATE code; times < 0: every one.
+func rcInjectFailures(t *testing.T, pool interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+}, table, op, col string, id uuid.UUID, times int, code string) {
+	t.Helper()
+	name := "rc_fail_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	limit := "true"
+	if times >= 0 {
+		limit = fmt.Sprintf("nextval('%s') <= %d", name, times)
+	}
+	ctx := context.Background()
+	for _, q := range []string{
+		`CREATE SEQUENCE ` + name,
+		`CREATE FUNCTION ` + name + `() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.` + col + ` = '` + id.String() + `' AND ` + limit + ` THEN
+        RAISE EXCEPTION 'injected failure' USING ERRCODE = '` + code + `';
+    END IF;
+    RETURN CASE WHEN TG_OP = 'DELETE' THEN OLD ELSE NEW END;
+END $$`,
+		`CREATE TRIGGER ` + name + ` BEFORE ` + op + ` ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION ` + name + `()`,
+	} {
+		_, err := pool.Exec(ctx, q)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(ctx, `DROP TRIGGER `+name+` ON `+table)
+		_, _ = pool.Exec(ctx, `DROP FUNCTION `+name+`()`)
+		_, _ = pool.Exec(ctx, `DROP SEQUENCE `+name)
+	})
+}
+
+// TestStoreRateComparisonRetriesConflicts: a write aborted as a deadlock
+// victim or serialization failure is run again (a couple of times).
+func TestStoreRateComparisonRetriesConflicts(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, accountID := rcTestOrg(t, s)
+
+	c := rcTestCreate(t, s, orgID, accountID, 4)
+	_, _, err := store.StartRateComparison(ctx, s.Pool, orgID, c.ID, "wf")
+	require.NoError(t, err)
+	claimed, err := store.ClaimRateComparisonBatch(ctx, s.Pool, orgID, c.ID, 1, 2)
+	require.NoError(t, err)
+
+	rcInjectFailures(t, s.Pool, "rate_comparison_items", "UPDATE", "comparison_id", c.ID, 1, "40P01")
+	counters, err := store.RecordRateComparisonResults(ctx, s.Pool, orgID, c.ID, []store.RateComparisonItemResult{
+		{ID: claimed[0].ID, Status: store.RateItemFailed, Error: "x"}, {ID: claimed[1].ID, Status: store.RateItemFailed, Error: "y"},
+	})
+	require.NoError(t, err)
+	require.Equal(t, 2, counters.Written)
+
+	rcInjectFailures(t, s.Pool, "rate_comparison_items", "UPDATE", "comparison_id", c.ID, 2, "40001")
+	fin, err := store.FinishRateComparison(ctx, s.Pool, orgID, c.ID, store.FinishCancelled, "")
+	require.NoError(t, err)
+	require.Equal(t, store.RateComparisonCancelled, fin.Status)
+	require.Equal(t, 2, fin.SkippedItems)
+	require.Equal(t, 2, fin.FailedItems)
+
+	rcInjectFailures(t, s.Pool, "rate_comparisons", "DELETE", "id", c.ID, 1, "40P01")
+	require.NoError(t, store.DeleteRateComparison(ctx, s.Pool, orgID, c.ID))
+
+	// It gives up after a few attempts; other errors are not retried.
+	c2 := rcTestCreate(t, s, orgID, accountID, 1)
+	rcInjectFailures(t, s.Pool, "rate_comparisons", "DELETE", "id", c2.ID, -1, "40P01")
+	err = store.DeleteRateComparison(ctx, s.Pool, orgID, c2.ID)
+	require.True(t, store.IsTransactionConflict(err), "%v", err)
+	c3 := rcTestCreate(t, s, orgID, accountID, 1)
+	rcInjectFailures(t, s.Pool, "rate_comparisons", "DELETE", "id", c3.ID, 1, "P0001")
+	require.Error(t, store.DeleteRateComparison(ctx, s.Pool, orgID, c3.ID))
+	require.NoError(t, store.DeleteRateComparison(ctx, s.Pool, orgID, c3.ID))
+}
+
+// TestStoreRateComparisonSearchNonASCII: the item search matches tracking
+// numbers with non-ASCII letters, whatever the database's locale: in a
+// database with LC_CTYPE C (upper() folds ASCII only) as well.
+func TestStoreRateComparisonSearchNonASCII(t *testing.T) {
+	ctx := t.Context()
+	check := func(t *testing.T, s *store.Store, foldsUnicode bool) {
+		orgID, accountID := rcTestOrg(t, s)
+		c, err := store.CreateRateComparison(ctx, s.Pool, store.RateComparison{
+			ID: uuid.New(), OrganizationID: orgID, Name: "intl", CarrierAccountID: &accountID, Carrier: "carrier_b", SourceCarrier: "carrier_a",
+		}, []store.NewRateComparisonItem{{TrackingNumber: "ñandú-001"}, {TrackingNumber: "ÉCOLE-002"}, {TrackingNumber: "abc-003"}})
+		require.NoError(t, err)
+		cases := map[string]int{"ñandú": 1, "ñ": 1, "ÉCOLE": 1, "É": 1, "ñANDú-00": 1, "aBc": 1, "-00": 3, "ü": 0}
+		if foldsUnicode {
+			cases["ÑANDÚ"], cases["école"], cases["Ñandú-00"] = 1, 1, 1
+		}
+		for search, want := range cases {
+			_, n, err := store.ListRateComparisonItems(ctx, s.Pool, orgID, c.ID, store.RateComparisonItemFilter{Search: search, Limit: 10})
+			require.NoError(t, err)
+			require.Equal(t, want, n, "search %q", search)
+		}
+	}
+	t.Run("default locale", func(t *testing.T) {
+		s := storetest.New(t)
+		var ctype string
+		require.NoError(t, s.Pool.QueryRow(ctx, `SELECT datctype FROM pg_database WHERE datname = current_database()`).Scan(&ctype))
+		var folds bool
+		require.NoError(t, s.Pool.QueryRow(ctx, `SELECT upper('ñ') = 'Ñ'`).Scan(&folds))
+		t.Logf("LC_CTYPE %s, upper() folds non-ASCII: %v", ctype, folds)
+		check(t, s, folds)
+	})
+	t.Run("C locale", func(t *testing.T) {
+		conn, err := pgx.Connect(ctx, storetest.ServerURL())
+		require.NoError(t, err)
+		defer conn.Close(context.Background())
+		name := "fos_test_c_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+		_, err = conn.Exec(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 ENCODING 'UTF8' LC_COLLATE 'C' LC_CTYPE 'C'`)
+		require.NoError(t, err)
+		t.Cleanup(func() {
+			_, _ = conn.Exec(context.Background(), `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`)
+		})
+		cfg, err := pgxpool.ParseConfig(storetest.ServerURL())
+		require.NoError(t, err)
+		cfg.ConnConfig.Database = name
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		require.NoError(t, err)
+		defer pool.Close()
+		require.NoError(t, store.Migrate(ctx, pool, nil))
+		check(t, &store.Store{Pool: pool}, false)
+	})
 }

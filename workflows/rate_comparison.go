@@ -27,6 +27,10 @@ const (
 	// DefaultRateComparisonBatchesPerRun batches per run before the
 	// workflow continues as new (earlier when Temporal suggests it).
 	DefaultRateComparisonBatchesPerRun = 25
+	// DefaultRateComparisonBatchScheduleToClose bounds a batch with all its
+	// retries: a carrier outage is retried (backoff up to two minutes) for
+	// this long before the comparison fails.
+	DefaultRateComparisonBatchScheduleToClose = time.Hour
 )
 
 // RateComparisonInput is the input of RateComparison.
@@ -38,6 +42,9 @@ type RateComparisonInput struct {
 	BatchSize     int `json:"batchSize,omitempty"`
 	Parallelism   int `json:"parallelism,omitempty"`
 	BatchesPerRun int `json:"batchesPerRun,omitempty"`
+	// BatchScheduleToClose is the schedule-to-close timeout of a batch
+	// activity, its retries included (0: the default, one hour).
+	BatchScheduleToClose time.Duration `json:"batchScheduleToClose,omitempty"`
 	// State is carried across continue-as-new (nil on the first run).
 	State *RateComparisonState `json:"state,omitempty"`
 }
@@ -87,16 +94,23 @@ var (
 	}
 	// rcBatchOptions: up to a few hundred carrier calls with bounded
 	// concurrency. The activity heartbeats; cancelling waits for it to
-	// write what it finished.
+	// write what it finished. No attempt limit: a carrier outage
+	// (ErrTypeRateComparisonCarrierUnavailable) is retried, backing off up
+	// to two minutes, until ScheduleToCloseTimeout (set from the input by
+	// rcBatchActivityOptions); the activity makes any other failure
+	// permanent after activities.DefaultRateComparisonMaxOtherAttempts
+	// attempts. Retry policies and timeouts are not part of the commands a
+	// history replays, so changing them is replay-safe.
 	rcBatchOptions = workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute,
-		HeartbeatTimeout:    10 * time.Second,
-		WaitForCancellation: true,
+		StartToCloseTimeout:    10 * time.Minute,
+		ScheduleToCloseTimeout: DefaultRateComparisonBatchScheduleToClose,
+		HeartbeatTimeout:       10 * time.Second,
+		WaitForCancellation:    true,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        5,
+			MaximumInterval:        2 * time.Minute,
+			MaximumAttempts:        0,
 			NonRetryableErrorTypes: activities.PermanentRateComparisonErrorTypes,
 		},
 	}
@@ -149,7 +163,7 @@ func (r *rateComparison) run(ctx workflow.Context) (RateComparisonResult, error)
 	size := rcPositiveOr(r.in.BatchSize, DefaultRateComparisonBatchSize)
 	parallelism := rcPositiveOr(r.in.Parallelism, DefaultRateComparisonParallelism)
 	perRun := rcPositiveOr(r.in.BatchesPerRun, DefaultRateComparisonBatchesPerRun)
-	bctx := workflow.WithActivityOptions(ctx, rcBatchOptions)
+	bctx := workflow.WithActivityOptions(ctx, rcBatchActivityOptions(r.in))
 
 	var (
 		sel      = workflow.NewSelector(ctx)
@@ -266,6 +280,16 @@ func rcFailureMessage(err error) string {
 		return "processing timed out; process the comparison again to finish the remaining items"
 	}
 	return "processing failed; process the comparison again to finish the remaining items"
+}
+
+// rcBatchActivityOptions are rcBatchOptions with the input's
+// schedule-to-close timeout.
+func rcBatchActivityOptions(in RateComparisonInput) workflow.ActivityOptions {
+	o := rcBatchOptions
+	if in.BatchScheduleToClose > 0 {
+		o.ScheduleToCloseTimeout = in.BatchScheduleToClose
+	}
+	return o
 }
 
 func rcPositiveOr(v, def int) int {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"github.com/stretchr/testify/suite"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -324,38 +325,77 @@ func (s *rateComparisonSuite) TestTransientBatchFailureIsRetried() {
 }
 
 // Retries exhausted: the comparison fails with a message that tells the
-// user what to do, and nothing internal.
+// user what to do, and nothing internal. (The activity makes a failure other
+// than a carrier outage permanent after a few attempts.)
 func (s *rateComparisonSuite) TestRetriesExhausted() {
 	in := rcInput()
 	in.BatchSize = 100
 	s.expectPrepare(100)
 	s.env.OnActivity(rca.ProcessRateComparisonBatch, mock.Anything, mock.Anything).
-		Return(activities.RateComparisonBatchResult{}, errors.New("dial tcp 10.0.0.1:5432: connection refused"))
+		Return(activities.RateComparisonBatchResult{}, errors.New("dial tcp 10.0.0.1:5432: connection refused")).Times(activities.DefaultRateComparisonMaxOtherAttempts - 1)
+	s.env.OnActivity(rca.ProcessRateComparisonBatch, mock.Anything, mock.Anything).
+		Return(activities.RateComparisonBatchResult{}, temporal.NewNonRetryableApplicationError("dial tcp 10.0.0.1:5432: connection refused",
+			activities.ErrTypeRateComparisonBatchFailed, nil)).Once()
 	s.expectFinish(store.FinishFailed, "processing failed; process the comparison again to finish the remaining items", activities.FinishRateComparisonResult{Status: "failed"})
 
 	s.env.ExecuteWorkflow(RateComparison, in)
 
 	s.Error(s.env.GetWorkflowError())
-	s.env.AssertActivityNumberOfCalls(s.T(), "ProcessRateComparisonBatch", int(rcBatchOptions.RetryPolicy.MaximumAttempts))
+	s.env.AssertActivityNumberOfCalls(s.T(), "ProcessRateComparisonBatch", activities.DefaultRateComparisonMaxOtherAttempts)
 }
 
-// A carrier that stays unavailable: the batch is retried by Temporal, then
-// the comparison fails saying so; its unfinished items stay for a later
-// process.
+// A short carrier outage is waited out: the batch is retried (more times
+// than any other failure would be, backing off up to two minutes) and the
+// comparison completes.
+func (s *rateComparisonSuite) TestCarrierOutageIsWaitedOut() {
+	in := rcInput()
+	in.BatchSize = 100
+	s.expectPrepare(100)
+	unavailable := temporal.NewApplicationError("carrier_b is unavailable: The service is temporarily unavailable (190001) (100 items not processed)",
+		activities.ErrTypeRateComparisonCarrierUnavailable)
+	var infos []activity.Info
+	s.env.OnActivity(rca.ProcessRateComparisonBatch, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, _ activities.RateComparisonBatchInput) (activities.RateComparisonBatchResult, error) {
+			infos = append(infos, activity.GetInfo(ctx))
+			if len(infos) <= 8 {
+				return activities.RateComparisonBatchResult{}, unavailable
+			}
+			return activities.RateComparisonBatchResult{Claimed: 100, Completed: 100}, nil
+		})
+	s.expectFinish(store.FinishCompleted, "", activities.FinishRateComparisonResult{Status: "completed", CompletedItems: 100})
+	began := s.env.Now()
+
+	s.env.ExecuteWorkflow(RateComparison, in)
+
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal("completed", s.result().Status)
+	s.Len(infos, 9)
+	s.Equal(DefaultRateComparisonBatchScheduleToClose, infos[0].ScheduleToCloseTimeout, "one hour unless the input says otherwise")
+	s.Greater(s.env.Now().Sub(began), 4*time.Minute, "backed off: 1+2+…+64 s, then 2 min")
+	s.Less(s.env.Now().Sub(began), 6*time.Minute)
+}
+
+// A carrier that stays unavailable: the batch is retried until its
+// schedule-to-close timeout, then the comparison fails saying so; its
+// unfinished items stay for a later process.
 func (s *rateComparisonSuite) TestCarrierUnavailable() {
 	in := rcInput()
 	in.BatchSize = 100
+	in.BatchScheduleToClose = 3 * time.Minute
 	s.expectPrepare(100)
 	unavailable := temporal.NewApplicationError("carrier_b is unavailable: The service is temporarily unavailable (190001) (100 items not processed)",
 		activities.ErrTypeRateComparisonCarrierUnavailable)
 	s.env.OnActivity(rca.ProcessRateComparisonBatch, mock.Anything, mock.Anything).Return(activities.RateComparisonBatchResult{}, unavailable)
 	s.expectFinish(store.FinishFailed, "carrier_b is unavailable: The service is temporarily unavailable (190001) (100 items not processed); process the comparison again to finish the remaining items",
 		activities.FinishRateComparisonResult{Status: "failed", PendingItems: 100})
+	began := s.env.Now()
 
 	s.env.ExecuteWorkflow(RateComparison, in)
 
 	s.Error(s.env.GetWorkflowError())
-	s.env.AssertActivityNumberOfCalls(s.T(), "ProcessRateComparisonBatch", int(rcBatchOptions.RetryPolicy.MaximumAttempts))
+	// 1+2+4+8+16+32+64 s = 127 s, the next retry (at 247 s) would be late.
+	s.env.AssertActivityNumberOfCalls(s.T(), "ProcessRateComparisonBatch", 8)
+	s.Less(s.env.Now().Sub(began), 4*time.Minute)
 }
 
 // A comparison deleted during processing ends the run quietly.
