@@ -282,21 +282,7 @@ func (a *carrierA) tokenSource(isTest bool, childKey, childSecret string) (strin
 		if !resp.ok() {
 			return fetchedToken{}, a.apiError(resp)
 		}
-		var tok struct {
-			AccessToken string    `json:"access_token"`
-			ExpiresIn   flexFloat `json:"expires_in"`
-		}
-		if err := a.tr.decode(resp, &tok); err != nil {
-			return fetchedToken{}, err
-		}
-		if tok.AccessToken == "" {
-			return fetchedToken{}, badResponse(CarrierA, "token response has no access_token", nil)
-		}
-		ttl := time.Duration(float64(tok.ExpiresIn) * float64(time.Second))
-		if ttl <= 0 {
-			ttl = time.Hour
-		}
-		return fetchedToken{token: tok.AccessToken, ttl: ttl}, nil
+		return a.tr.oauthToken(CarrierA, resp)
 	}
 	return key, fetch, nil
 }

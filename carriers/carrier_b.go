@@ -119,21 +119,7 @@ func (b *carrierB) tokenSource(isTest bool, c upsCreds) (string, fetchFunc) {
 		if !resp.ok() {
 			return fetchedToken{}, b.apiError(resp)
 		}
-		var tok struct {
-			AccessToken string    `json:"access_token"`
-			ExpiresIn   flexFloat `json:"expires_in"`
-		}
-		if err := b.tr.decode(resp, &tok); err != nil {
-			return fetchedToken{}, err
-		}
-		if tok.AccessToken == "" {
-			return fetchedToken{}, badResponse(CarrierB, "token response has no access_token", nil)
-		}
-		ttl := time.Duration(float64(tok.ExpiresIn) * float64(time.Second))
-		if ttl <= 0 {
-			ttl = time.Hour
-		}
-		return fetchedToken{token: tok.AccessToken, ttl: ttl}, nil
+		return b.tr.oauthToken(CarrierB, resp)
 	}
 	return key, fetch
 }

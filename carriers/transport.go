@@ -133,6 +133,26 @@ type fetchedToken struct {
 
 type fetchFunc func(ctx context.Context) (fetchedToken, error)
 
+// oauthToken reads an OAuth2 token response ({access_token, expires_in});
+// a missing or non-positive lifetime counts as one hour.
+func (t *transport) oauthToken(carrier string, resp *response) (fetchedToken, error) {
+	var tok struct {
+		AccessToken string    `json:"access_token"`
+		ExpiresIn   flexFloat `json:"expires_in"`
+	}
+	if err := t.decode(resp, &tok); err != nil {
+		return fetchedToken{}, err
+	}
+	if tok.AccessToken == "" {
+		return fetchedToken{}, badResponse(carrier, "token response has no access_token", nil)
+	}
+	ttl := time.Duration(float64(tok.ExpiresIn) * float64(time.Second))
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	return fetchedToken{token: tok.AccessToken, ttl: ttl}, nil
+}
+
 // tokenCache keeps OAuth access tokens per credential set until shortly
 // before they expire. Concurrent callers of the same key share one fetch.
 type tokenCache struct {
