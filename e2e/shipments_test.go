@@ -99,6 +99,7 @@ func TestShipmentActionEndToEnd(t *testing.T) {
 	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.ShipmentActionWorkflowID(actionID), "")
 	require.NoError(t, err)
 	require.Contains(t, desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields(), "OrganizationId")
+	writeHistory(t, ctx, s.temporal, workflows.ShipmentActionWorkflowID(actionID), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "shipment_action_history.json")
 
 	// The carrier does not know the number: the record fails with its error.
 	s.mustCall(200, key, "PATCH", "/api/v1/shipments/"+id, map[string]any{"tracking_number": "700000000000"})
@@ -111,6 +112,7 @@ func TestShipmentActionEndToEnd(t *testing.T) {
 	d, err := s.temporal.DescribeWorkflowExecution(ctx, run.GetID(), "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, d.GetWorkflowExecutionInfo().GetStatus())
+	writeHistory(t, ctx, s.temporal, run.GetID(), d.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "shipment_action_failed_history.json")
 }
 
 func TestPickupCompletionScheduleEndToEnd(t *testing.T) {

@@ -22,3 +22,15 @@ func TestOrderResyncReplay(t *testing.T) {
 		})
 	}
 }
+
+// TestShipmentActionReplay replays a completed and a failed ShipmentAction
+// run recorded by the end-to-end test (FOS_UPDATE_HISTORY=1 go test ./e2e/).
+func TestShipmentActionReplay(t *testing.T) {
+	for _, file := range []string{"shipment_action_history.json", "shipment_action_failed_history.json"} {
+		t.Run(file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(ShipmentAction, workflow.RegisterOptions{Name: ShipmentActionWorkflowType})
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
+		})
+	}
+}
