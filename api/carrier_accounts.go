@@ -282,11 +282,8 @@ func (s *Server) updateCarrierAccount(w http.ResponseWriter, r *http.Request) er
 	var out store.CarrierAccount
 	err = s.store.InTx(r.Context(), func(tx pgx.Tx) error {
 		a, err := store.LockCarrierAccount(r.Context(), tx, orgID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return errNotFound("carrier account")
-		}
 		if err != nil {
-			return err
+			return notFoundAs(err, "carrier account")
 		}
 		var v validator
 		var patch store.CarrierAccountPatch
@@ -371,11 +368,8 @@ func (s *Server) deleteCarrierAccount(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	a, err := store.DeleteCarrierAccount(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("carrier account")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "carrier account")
 	}
 	if a.Status == store.CarrierAccountPending && s.temporal != nil {
 		// Stop its registration; best effort (the run would otherwise find

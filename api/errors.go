@@ -48,6 +48,16 @@ func errForbidden(msg string) *Error { return &Error{Status: 403, Code: "forbidd
 func errNotFound(what string) *Error {
 	return &Error{Status: 404, Code: "not_found", Message: what + " not found"}
 }
+
+// notFoundAs names the missing resource: store.ErrNotFound becomes a 404
+// for what; any other error passes through.
+func notFoundAs(err error, what string) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return errNotFound(what)
+	}
+	return err
+}
+
 func errConflict(msg string) *Error { return &Error{Status: 409, Code: "conflict", Message: msg} }
 func errGone(msg string) *Error     { return &Error{Status: 410, Code: "gone", Message: msg} }
 

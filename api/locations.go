@@ -87,11 +87,8 @@ func (s *Server) getLocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	l, err := store.LocationByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("location")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "location")
 	}
 	writeData(w, http.StatusOK, toLocationJSON(l))
 	return nil
@@ -151,11 +148,8 @@ func (s *Server) updateLocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out, err := store.UpdateLocation(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id, patch)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("location")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "location")
 	}
 	writeData(w, http.StatusOK, toLocationJSON(out))
 	return nil
@@ -167,11 +161,8 @@ func (s *Server) deleteLocation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = store.DeleteLocation(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("location")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "location")
 	}
 	writeSuccess(w)
 	return nil

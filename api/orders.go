@@ -409,11 +409,8 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 	}
 	orgID := mustPrincipal(r).OrganizationID
 	o, err := store.OrderByID(r.Context(), s.store.Pool, orgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("order")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "order")
 	}
 	out := toOrderDetailJSON(o)
 	if inc.bridge {
@@ -511,11 +508,8 @@ func (s *Server) deleteOrder(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	err = store.DeleteOrder(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("order")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "order")
 	}
 	writeSuccess(w)
 	return nil
@@ -529,11 +523,8 @@ func (s *Server) listOrderActivities(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	acts, err := store.OrderActivities(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("order")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "order")
 	}
 	out := make([]orderActivityJSON, 0, len(acts))
 	for _, a := range acts {
@@ -570,11 +561,8 @@ func (s *Server) addOrderNote(w http.ResponseWriter, r *http.Request) error {
 		Description: strings.TrimSpace(*req.Note),
 		ActorType:   actor.Type, ActorID: actor.ID, ActorName: actor.Name,
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("order")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "order")
 	}
 	j := toOrderActivityJSON(a)
 	writeData(w, http.StatusCreated, map[string]any{

@@ -305,11 +305,8 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	p := mustPrincipal(r)
 	m, err := store.MembershipOf(ctx, s.store.Pool, p.OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("member")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "member")
 	}
 	switch {
 	case m.Role == store.RoleOwner:

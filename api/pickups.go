@@ -157,11 +157,8 @@ func (s *Server) getPickup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, err := store.PickupByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("pickup")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "pickup")
 	}
 	writeData(w, http.StatusOK, pickupDetailJSON{pickupJSON: toPickupJSON(p, time.Now()), CarrierResponse: shipmentRaw(p.CarrierResponse, "null")})
 	return nil
@@ -428,11 +425,8 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 	var msgs []string
 	err = s.store.InTx(wctx, func(tx pgx.Tx) error {
 		p, err := store.LockPickup(wctx, tx, orgID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return errNotFound("pickup")
-		}
 		if err != nil {
-			return err
+			return notFoundAs(err, "pickup")
 		}
 		if st := p.StatusOn(time.Now()); st != store.PickupConfirmed {
 			return errBadRequest("invalid_state", "only a confirmed pickup can be cancelled; this one is "+st)

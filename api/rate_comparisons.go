@@ -281,11 +281,8 @@ func (s *Server) createRateComparison(w http.ResponseWriter, r *http.Request) er
 
 	p := mustPrincipal(r)
 	acct, err := store.CarrierAccountByID(r.Context(), s.store.Pool, p.OrganizationID, accountID)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("carrier account")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "carrier account")
 	}
 	if acct.Status != store.CarrierAccountActive || !acct.SupportsRating {
 		return errValidation(FieldError{Field: "carrierAccountId", Message: "must be an active carrier account that supports rating"})
@@ -594,11 +591,8 @@ func (s *Server) deleteRateComparison(w http.ResponseWriter, r *http.Request) er
 		s.cancelRateComparisonWorkflow(r, c)
 	}
 	err = store.DeleteRateComparison(r.Context(), s.store.Pool, c.OrganizationID, c.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("rate comparison")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "rate comparison")
 	}
 	writeSuccess(w)
 	return nil

@@ -413,11 +413,8 @@ func (s *Server) quoteRatesFromOrder(w http.ResponseWriter, r *http.Request) err
 	}
 	orgID := mustPrincipal(r).OrganizationID
 	o, err := store.OrderByID(r.Context(), s.store.Pool, orgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("order")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "order")
 	}
 
 	var v validator
@@ -789,11 +786,8 @@ func (s *Server) getRateSnapshot(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	snap, err := store.RateSnapshotByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("rate snapshot")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "rate snapshot")
 	}
 	writeData(w, http.StatusOK, toRateSnapshotJSON(snap))
 	return nil

@@ -345,11 +345,8 @@ func (s *Server) getShipment(w http.ResponseWriter, r *http.Request) error {
 	}
 	orgID := mustPrincipal(r).OrganizationID
 	sh, err := store.ShipmentByID(r.Context(), s.store.Pool, orgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("shipment")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "shipment")
 	}
 	out := s.toShipmentJSON(sh)
 	if inc.bridge || inc.order {
@@ -378,11 +375,8 @@ func (s *Server) getShipmentLabel(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	l, err := store.ShipmentLabel(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("shipment label")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "shipment label")
 	}
 	doc := l.Document
 	suffix := ""
@@ -1055,11 +1049,8 @@ func (s *Server) updateShipment(w http.ResponseWriter, r *http.Request) error {
 	}
 	orgID := mustPrincipal(r).OrganizationID
 	cur, err := store.ShipmentByID(r.Context(), s.store.Pool, orgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("shipment")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "shipment")
 	}
 	var v validator
 	f := bodyFields{v: &v, m: body}
@@ -1089,11 +1080,8 @@ func (s *Server) updateShipment(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sh, err := store.PatchShipment(r.Context(), s.store, orgID, id, p)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("shipment")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "shipment")
 	}
 	writeData(w, http.StatusOK, s.toShipmentJSON(sh))
 	return nil
@@ -1114,11 +1102,8 @@ func (s *Server) deleteShipment(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	orgID := mustPrincipal(r).OrganizationID
 	sh, err := store.ShipmentByID(ctx, s.store.Pool, orgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("shipment")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "shipment")
 	}
 	if sh.Status == store.ShipmentLabelCreated && sh.TrackingNumber != nil && *sh.TrackingNumber != "" && sh.CarrierAccountID != nil {
 		acct, err := store.CarrierAccountByID(ctx, s.store.Pool, orgID, *sh.CarrierAccountID)
@@ -1140,11 +1125,8 @@ func (s *Server) deleteShipment(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	err = store.DeleteShipment(ctx, s.store.Pool, orgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("shipment")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "shipment")
 	}
 	writeSuccess(w)
 	return nil
@@ -1270,11 +1252,8 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 	ctx := r.Context()
 	p := mustPrincipal(r)
 	sh, err := store.ShipmentByID(ctx, s.store.Pool, p.OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound("shipment")
-	}
 	if err != nil {
-		return err
+		return notFoundAs(err, "shipment")
 	}
 	if allowed := store.ShipmentActionAllowed[typ]; !slices.Contains(allowed, sh.Status) {
 		return errConflict(fmt.Sprintf("a %s action is allowed only while the shipment is %s; it is %s", typ, strings.Join(allowed, " or "), sh.Status))
