@@ -683,11 +683,14 @@ func (s *Server) carrierARegistrationError(r *http.Request, err error) error {
 	return err
 }
 
-// carrierAStepAccount loads the account of an MFA step: 404 when it is
+// carrierAStepAccount validates an MFA step (the body's other fields are
+// already checked into v) and loads its account, which must be a carrier_a
+// account pending registration: 400 for the body, 404 when it is
 // not the organization's, 409 when it is not pending registration.
 func (s *Server) carrierAStepAccount(r *http.Request, v *validator, raw *string) (store.CarrierAccount, error) {
-	if !v.required("accountId", raw) {
-		return store.CarrierAccount{}, nil
+	v.required("accountId", raw)
+	if err := v.err(); err != nil {
+		return store.CarrierAccount{}, err
 	}
 	id, err := uuid.Parse(strings.TrimSpace(*raw))
 	if err != nil {
@@ -695,10 +698,10 @@ func (s *Server) carrierAStepAccount(r *http.Request, v *validator, raw *string)
 		return store.CarrierAccount{}, errNotFound("carrier account")
 	}
 	a, err := store.CarrierAccountByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return a, errNotFound("carrier account")
+	if err != nil {
+		return a, notFoundAs(err, "carrier account")
 	}
-	return a, err
+	return a, checkCarrierARegistrationPending(a)
 }
 
 // checkCarrierARegistrationPending refuses an MFA step for an account not pending registration.
@@ -754,13 +757,7 @@ func (s *Server) requestCarrierAPIN(w http.ResponseWriter, r *http.Request) erro
 		v.oneOf("option", strings.ToUpper(strings.TrimSpace(*req.Option)), carriers.MFASMS, carriers.MFACall, carriers.MFAEmail)
 	}
 	a, err := s.carrierAStepAccount(r, &v, req.AccountID)
-	if err := v.err(); err != nil {
-		return err
-	}
 	if err != nil {
-		return err
-	}
-	if err := checkCarrierARegistrationPending(a); err != nil {
 		return err
 	}
 	var res workflows.RequestPINResult
@@ -802,13 +799,7 @@ func (s *Server) verifyCarrierAPIN(w http.ResponseWriter, r *http.Request) error
 		v.maxLen("pin", strings.TrimSpace(*req.PIN), 32)
 	}
 	a, err := s.carrierAStepAccount(r, &v, req.AccountID)
-	if err := v.err(); err != nil {
-		return err
-	}
 	if err != nil {
-		return err
-	}
-	if err := checkCarrierARegistrationPending(a); err != nil {
 		return err
 	}
 	var res workflows.VerifyResult
@@ -869,13 +860,7 @@ func (s *Server) verifyCarrierAInvoice(w http.ResponseWriter, r *http.Request) e
 		}
 	}
 	a, err := s.carrierAStepAccount(r, &v, req.AccountID)
-	if err := v.err(); err != nil {
-		return err
-	}
 	if err != nil {
-		return err
-	}
-	if err := checkCarrierARegistrationPending(a); err != nil {
 		return err
 	}
 	var res workflows.VerifyResult
