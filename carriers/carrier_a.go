@@ -205,7 +205,21 @@ func (a *carrierA) apiError(resp *response) *Error {
 	if msg == "" && len(body.Errors) == 0 {
 		msg = snippet(resp.body)
 	}
-	return statusError(CarrierA, resp.status, code, msg, fxErrorKind(code))
+	return rateLimited(statusError(CarrierA, resp.status, code, msg, fxErrorKind(code)), resp.header, a.now(), func() time.Duration {
+		return fxThrottleWait(msg, a.now())
+	})
+}
+
+// fxThrottleWait is how long FedEx's documented throttles last when the
+// 429 carries no Retry-After: the daily quota resets at 12:00 AM GMT
+// ("Daily transaction quota exceeded. Retry after 12:00AM GMT"), the
+// per-project burst limit holds "for the rest of the 10-second window".
+func fxThrottleWait(msg string, now time.Time) time.Duration {
+	if strings.Contains(strings.ToLower(msg), "daily") {
+		now = now.UTC()
+		return time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC).Sub(now)
+	}
+	return 10 * time.Second
 }
 
 func fxErrorKind(code string) error {
@@ -239,12 +253,21 @@ func snippet(b []byte) string {
 // ---- tokens ----
 
 func (a *carrierA) project(isTest bool) (string, string, error) {
-	id, secret := a.client.ClientID, a.client.ClientSecret
-	if isTest {
-		id, secret = a.client.TestClientID, a.client.TestClientSecret
+	if !isTest {
+		if a.client.ClientID == "" || a.client.ClientSecret == "" {
+			return "", "", notConfigured(CarrierA, "carrier_a platform client id/secret are not configured ("+EnvCarrierAClientID+", "+EnvCarrierAClientSecret+")")
+		}
+		return a.client.ClientID, a.client.ClientSecret, nil
+	}
+	id, secret := a.client.TestClientID, a.client.TestClientSecret
+	if (id == "" || secret == "") && a.tr.sandbox {
+		// The sandbox serves both environments with one project pair.
+		id, secret = a.client.ClientID, a.client.ClientSecret
 	}
 	if id == "" || secret == "" {
-		return "", "", notConfigured(CarrierA, "carrier_a platform client id/secret are not configured ("+EnvCarrierAClientID+", "+EnvCarrierAClientSecret+")")
+		// The carrier's test environment has its own project keys: the
+		// production pair is never sent there (nor used in its place).
+		return "", "", notConfigured(CarrierA, "carrier_a test-environment client id/secret are not configured ("+EnvCarrierATestClientID+", "+EnvCarrierATestClientSecret+")")
 	}
 	return id, secret, nil
 }
@@ -1066,8 +1089,11 @@ func (a *carrierA) CreatePickup(ctx context.Context, acct Account, req PickupReq
 	if p := digitsOnly(req.ContactPhone); p != "" {
 		contact.PhoneNumber = p
 	}
+	// The ready time is the pickup location's local time, and "same day"
+	// is judged on that location's calendar, not UTC's.
+	ready, sameDay := localPickupTime(req.Address, req.PickupDate, req.ReadyTime, a.now())
 	dateType := "FUTURE_DAY"
-	if req.PickupDate == a.now().UTC().Format("2006-01-02") {
+	if sameDay {
 		dateType = "SAME_DAY"
 	}
 	relationship := "DOMESTIC"
@@ -1078,7 +1104,7 @@ func (a *carrierA) CreatePickup(ctx context.Context, acct Account, req PickupReq
 		"associatedAccountNumber": fxValue{Value: num},
 		"originDetail": map[string]any{
 			"pickupLocation":     fxParty{Contact: contact, Address: fxAddr(req.Address)},
-			"readyDateTimestamp": req.PickupDate + "T" + req.ReadyTime + ":00Z",
+			"readyDateTimestamp": ready,
 			"customerCloseTime":  req.CloseTime + ":00",
 			"pickupDateType":     dateType,
 			"packageLocation":    "FRONT",

@@ -83,7 +83,8 @@ func (b *carrierB) apiError(resp *response) *Error {
 	case "TW0001", "151044", "151018", "190117":
 		kind = ErrNotFound
 	}
-	return statusError(CarrierB, resp.status, code, msg, kind)
+	// UPS documents the 429 only; a Retry-After it sends is honoured.
+	return rateLimited(statusError(CarrierB, resp.status, code, msg, kind), resp.header, b.now(), nil)
 }
 
 type upsCreds struct{ clientID, clientSecret, account string }

@@ -70,7 +70,8 @@ func (c *carrierC) apiError(resp *response) *Error {
 	if code == "unauthorized" || code == "forbidden" {
 		kind = ErrUnauthorized
 	}
-	return statusError(CarrierC, resp.status, code, msg, kind)
+	// A 429 carries Retry-After (seconds to wait).
+	return rateLimited(statusError(CarrierC, resp.status, code, msg, kind), resp.header, c.now(), nil)
 }
 
 func (c *carrierC) apiKey(acct Account) (string, error) {
@@ -172,6 +173,7 @@ type seRate struct {
 	InsuranceAmount       seMoney  `json:"insurance_amount"`
 	ConfirmationAmount    seMoney  `json:"confirmation_amount"`
 	OtherAmount           seMoney  `json:"other_amount"`
+	TaxAmount             *seMoney `json:"tax_amount"`
 	Zone                  *int     `json:"zone"`
 	DeliveryDays          *int     `json:"delivery_days"`
 	GuaranteedService     bool     `json:"guaranteed_service"`
@@ -186,6 +188,23 @@ type seRate struct {
 func (c *carrierC) Rate(ctx context.Context, acct Account, req RateRequest) ([]Quote, error) {
 	if err := validateShipment(CarrierC, req.ShipFrom, req.ShipTo, req.Packages); err != nil {
 		return nil, err
+	}
+	// The estimate requires both addresses' city_locality and
+	// state_province (not just the postal codes).
+	var problems []string
+	for _, x := range []struct {
+		name string
+		a    Address
+	}{{"shipFrom", req.ShipFrom}, {"shipTo", req.ShipTo}} {
+		if trimSpace(x.a.City) == "" {
+			problems = append(problems, x.name+".city is required by "+CarrierC)
+		}
+		if stateCode(x.a) == "" {
+			problems = append(problems, x.name+".provinceCode is required by "+CarrierC)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, invalidRequest(CarrierC, strings.Join(problems, "; "))
 	}
 	ids, err := c.ids(ctx, acct, false)
 	if err != nil {
@@ -262,6 +281,9 @@ func (c *carrierC) Rate(ctx context.Context, acct Account, req RateRequest) ([]Q
 				{Name: "Insurance", Amount: float64(r.InsuranceAmount.Amount)},
 				{Name: "Confirmation", Amount: float64(r.ConfirmationAmount.Amount)},
 				{Name: "Other", Amount: float64(r.OtherAmount.Amount)},
+			}
+			if r.TaxAmount != nil {
+				parts = append(parts, Charge{Name: "Tax", Amount: float64(r.TaxAmount.Amount)})
 			}
 			for _, pc := range parts {
 				if pc.Amount == 0 {

@@ -46,9 +46,10 @@
 // account): Config.CarrierA, read by CarrierAConfigFromEnv from
 // FOS_CARRIER_A_CLIENT_ID / FOS_CARRIER_A_CLIENT_SECRET (and
 // FOS_CARRIER_A_TEST_CLIENT_ID / FOS_CARRIER_A_TEST_CLIENT_SECRET for the
-// test environment, defaulting to the production pair). In sandbox mode
-// they default to SandboxClientID / SandboxClientSecret; outside it, a
-// missing pair makes carrier_a calls fail with ErrNotConfigured. Account
+// test environment, which has its own project keys: they never default to
+// the production pair). In sandbox mode they default to SandboxClientID /
+// SandboxClientSecret; outside it, a missing pair makes carrier_a calls of
+// that environment fail with ErrNotConfigured. Account
 // calls use a csp_credentials token (project pair + the account's child
 // pair); registration calls, which precede the child pair, use a
 // client_credentials token (project pair only).

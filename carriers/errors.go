@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Sentinel errors. Adapter failures are *Error values that match one of
@@ -39,6 +41,10 @@ var (
 	// ErrNotConfigured: the adapter lacks configuration (e.g. carrier_a's
 	// platform client id/secret outside the sandbox).
 	ErrNotConfigured = errors.New("carriers: adapter not configured")
+	// ErrRateLimited: the carrier throttled the call (HTTP 429). The request
+	// was refused, not carried out; Error.RetryAfter says when the carrier
+	// takes calls again (0 when it did not say).
+	ErrRateLimited = errors.New("carriers: rate limited by the carrier")
 )
 
 // Error codes of *Error for failures that carry no carrier code.
@@ -64,6 +70,10 @@ type Error struct {
 	Message    string `json:"message"`
 	StatusCode int    `json:"statusCode"`
 	Retryable  bool   `json:"retryable"`
+	// RetryAfter (rate-limited answers, ErrRateLimited) is how long the
+	// carrier asked the caller to wait, from its Retry-After / quota-reset
+	// headers or its documented window; 0 when unknown.
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
 
 	kind  error // sentinel matched by Is
 	cause error
@@ -151,6 +161,9 @@ func statusError(carrier string, status int, code, msg string, kind error) *Erro
 	case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status >= 500:
 		e.Retryable = true
 	}
+	if status == http.StatusTooManyRequests {
+		e.kind = ErrRateLimited
+	}
 	if e.kind == nil {
 		switch {
 		case status == http.StatusUnauthorized || status == http.StatusForbidden:
@@ -160,6 +173,35 @@ func statusError(carrier string, status int, code, msg string, kind error) *Erro
 		case status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
 			e.kind = ErrInvalidRequest
 		}
+	}
+	return e
+}
+
+// retryAfterHeader reads a Retry-After header: delay-seconds or an
+// HTTP-date (RFC 9110 10.2.3); 0 when absent or unreadable.
+func retryAfterHeader(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(v); err == nil {
+		return max(0, time.Duration(n)*time.Second)
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(0, t.Sub(now))
+	}
+	return 0
+}
+
+// rateLimited fills in RetryAfter of a 429 answer (no-op otherwise):
+// the Retry-After header, else what the carrier-specific fallback says.
+func rateLimited(e *Error, h http.Header, now time.Time, fallback func() time.Duration) *Error {
+	if e.StatusCode != http.StatusTooManyRequests {
+		return e
+	}
+	e.RetryAfter = retryAfterHeader(h, now)
+	if e.RetryAfter == 0 && fallback != nil {
+		e.RetryAfter = fallback()
 	}
 	return e
 }

@@ -134,6 +134,12 @@ func (a *carrierA) regCall(ctx context.Context, isTest bool, path, authToken str
 	}
 	var out fxKeysOutput
 	if _, err := a.sendWith(ctx, isTest, "", "", http.MethodPost, path, body, hdr, &out); err != nil {
+		// On the MFA steps a re-login answer is about the registration
+		// session (the accountAuthToken), not the service's project keys:
+		// the bearer token was already renewed once by withToken.
+		if ce, ok := AsError(err); ok && authToken != "" && ce.Code == "LOGIN.REAUTHENTICATE.ERROR" {
+			ce.kind = ErrSessionExpired
+		}
 		return nil, err
 	}
 	return &out, nil
@@ -170,7 +176,9 @@ func (a *carrierA) RegisterAddress(ctx context.Context, req RegistrationRequest)
 		return nil, invalidRequest(CarrierA, strings.Join(problems, "; "))
 	}
 	body := map[string]any{
-		"accountNumber": fxValue{Value: num, Key: ""},
+		// accountNumber.key is required (the "key to decode" value; the
+		// published example sends ""), so it is sent even when empty.
+		"accountNumber": map[string]string{"value": num, "key": ""},
 		"customerName":  trimSpace(req.CustomerName),
 		"address": map[string]any{
 			"streetLines":         lines,

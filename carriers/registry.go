@@ -46,7 +46,9 @@ type CarrierAConfig struct {
 	ClientID     string
 	ClientSecret string
 	// TestClientID/TestClientSecret are used for IsTest accounts (the test
-	// environment has its own project keys); empty means ClientID/Secret.
+	// environment has its own project keys). Outside the sandbox they are
+	// required for IsTest calls (ErrNotConfigured without them); in the
+	// sandbox empty values mean ClientID/Secret.
 	TestClientID     string
 	TestClientSecret string
 }
@@ -117,9 +119,6 @@ func NewRegistry(cfg Config) *Registry {
 		if cfg.CarrierA.ClientSecret == "" {
 			cfg.CarrierA.ClientSecret = SandboxClientSecret
 		}
-	}
-	if cfg.CarrierA.TestClientID == "" && cfg.CarrierA.TestClientSecret == "" {
-		cfg.CarrierA.TestClientID, cfg.CarrierA.TestClientSecret = cfg.CarrierA.ClientID, cfg.CarrierA.ClientSecret
 	}
 
 	r := &Registry{carriers: map[string]Carrier{}}

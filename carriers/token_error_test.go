@@ -272,8 +272,23 @@ func TestConfigurationAndBaseURLs(t *testing.T) {
 	require.NoError(t, err)
 	test := acctA()
 	test.IsTest = true
+	tokens := sb.count("/oauth/token")
 	_, err = get(t, reg, "carrier_a").Rate(ctx, test, rateReq())
-	require.NoError(t, err, "test environment falls back to the production base URL and keys")
+	assert.ErrorIs(t, err, carriers.ErrNotConfigured, "the test environment never borrows the production keys")
+	assert.Contains(t, err.Error(), carriers.EnvCarrierATestClientID)
+	assert.Equal(t, tokens, sb.count("/oauth/token"), "no token was asked for")
+
+	// With its own pair the test environment works (on the production base
+	// URL when no test URL is set).
+	env[carriers.EnvCarrierATestClientID], env[carriers.EnvCarrierATestClientSecret] = "test-id-1", "test-secret-1"
+	reg = carriers.NewRegistry(carriers.Config{
+		CarrierA: carriers.CarrierAConfigFromEnv(func(k string) string { return env[k] }),
+		BaseURLs: map[string]carriers.Endpoints{"carrier_a": {Production: sb.srv.URL + "/carriers/carrier_a"}},
+	})
+	_, err = get(t, reg, "carrier_a").Rate(ctx, test, rateReq())
+	require.NoError(t, err, "test environment with its own keys")
+	_, err = get(t, reg, "carrier_a").Rate(ctx, acctA(), rateReq())
+	require.NoError(t, err)
 
 	// Sandbox mode without a sandbox URL is a configuration error.
 	reg = carriers.NewRegistry(carriers.Config{Sandbox: true})

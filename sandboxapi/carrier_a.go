@@ -75,14 +75,19 @@ func faUnavailable(w http.ResponseWriter, r *http.Request) {
 		"The service is currently unavailable and we are working to resolve the issue. We apologize for any inconvenience. Please check back at a later time.")
 }
 
-// faRead reads and decodes a JSON body; on failure it answers 400.
-func faRead(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
+// faRead reads and decodes a JSON body; on failure, or when one of the
+// required fields is missing, it answers 400.
+func faRead(w http.ResponseWriter, r *http.Request, v any, required ...string) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err == nil {
 		err = json.Unmarshal(body, v)
 	}
 	if err != nil {
 		faError(w, r, http.StatusBadRequest, "INVALID.INPUT.EXCEPTION", "Invalid field value in the input: "+err.Error())
+		return nil, false
+	}
+	if f := missingField(body, required...); f != "" {
+		faError(w, r, http.StatusBadRequest, "INVALID.INPUT.EXCEPTION", "Invalid field value in the input: "+f+" is required.")
 		return nil, false
 	}
 	return body, true
@@ -396,7 +401,7 @@ func faReplyDetail(p sbPrice, rateTypes []string, fromZip, toZip string) map[str
 
 func (s *carrierSandbox) faRate(w http.ResponseWriter, r *http.Request) {
 	var q faShipmentRequest
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faRateRequired...)
 	if !ok || !q.validate(w, r) {
 		return
 	}
@@ -437,7 +442,7 @@ func faRender(imageType string, li labelInfo) ([]byte, bool) {
 
 func (s *carrierSandbox) faShip(w http.ResponseWriter, r *http.Request) {
 	var q faShipmentRequest
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faShipRequired...)
 	if !ok || !q.validate(w, r) {
 		return
 	}
@@ -623,7 +628,7 @@ func (s *carrierSandbox) faCancelShipment(w http.ResponseWriter, r *http.Request
 		} `json:"accountNumber"`
 		TrackingNumber flexStr `json:"trackingNumber"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faCancelShipmentRequired...)
 	if !ok {
 		return
 	}
@@ -755,7 +760,7 @@ func (s *carrierSandbox) faTrack(w http.ResponseWriter, r *http.Request) {
 			} `json:"trackingNumberInfo"`
 		} `json:"trackingInfo"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faTrackRequired...)
 	if !ok {
 		return
 	}
@@ -801,7 +806,7 @@ func (s *carrierSandbox) faPickup(w http.ResponseWriter, r *http.Request) {
 		CarrierCode  string  `json:"carrierCode"`
 		PackageCount flexNum `json:"packageCount"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faPickupRequired...)
 	if !ok {
 		return
 	}
@@ -830,7 +835,9 @@ func (s *carrierSandbox) faPickup(w http.ResponseWriter, r *http.Request) {
 		faError(w, r, http.StatusBadRequest, "PICKUP.READYDATETIME.INVALID", "readyDateTimestamp must look like 2020-07-03T11:00:00Z.")
 	case closeErr != nil:
 		faError(w, r, http.StatusBadRequest, "PICKUP.CUSTOMERCLOSETIME.INVALID", "customerCloseTime must look like 17:00:00.")
-	case dateOnly(ready).Before(dateOnly(s.now())):
+	// Dates are the pickup location's: the ready time's own offset (UTC
+	// when it has none, or says Z).
+	case ready.Format("2006-01-02") < s.now().In(ready.Location()).Format("2006-01-02"):
 		faError(w, r, http.StatusBadRequest, "PICKUP.REQUESTED.PREVIOUS.DAY", "Cannot schedule a pickup requested for a previous day.")
 	case closeT.Hour()*60+closeT.Minute() <= ready.Hour()*60+ready.Minute():
 		faError(w, r, http.StatusBadRequest, "PICKUP.CLOSETIME.INVALID", "The close time must be later than the ready time.")
@@ -846,7 +853,7 @@ func (s *carrierSandbox) faPickup(w http.ResponseWriter, r *http.Request) {
 		location := st[:2] + string(rune('A'+hashNum("loc", code)%26)) + "A"
 		s.putPickup(&sbPickup{code: code, location: location, carrierCode: q.CarrierCode, date: date})
 		msg := "Pickup scheduled"
-		if date == dateOnly(s.now()).Format("2006-01-02") {
+		if date == s.now().In(ready.Location()).Format("2006-01-02") {
 			msg = "Courier on the way"
 		}
 		writeJSON(w, http.StatusOK, faEnvelope(r, body, map[string]any{
@@ -874,7 +881,7 @@ func (s *carrierSandbox) faCancelPickup(w http.ResponseWriter, r *http.Request) 
 		CarrierCode            string  `json:"carrierCode"`
 		Location               string  `json:"location"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faCancelPickupRequired...)
 	if !ok {
 		return
 	}

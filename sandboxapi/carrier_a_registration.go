@@ -103,7 +103,7 @@ func (s *carrierSandbox) faRegAddress(w http.ResponseWriter, r *http.Request) {
 		CustomerName string    `json:"customerName"`
 		Address      faAddress `json:"address"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faRegAddressRequired...)
 	if !ok {
 		return
 	}
@@ -150,7 +150,7 @@ func (s *carrierSandbox) faRegPinGeneration(w http.ResponseWriter, r *http.Reque
 	var q struct {
 		Option string `json:"option"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faRegPinGenerationRequired...)
 	if !ok {
 		return
 	}
@@ -173,7 +173,7 @@ func (s *carrierSandbox) faRegPinKeys(w http.ResponseWriter, r *http.Request) {
 	var q struct {
 		SecureCodePin flexStr `json:"secureCodePin"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faRegPinRequired...)
 	if !ok {
 		return
 	}
@@ -200,7 +200,7 @@ func (s *carrierSandbox) faRegInvoiceKeys(w http.ResponseWriter, r *http.Request
 			Amount   flexNum `json:"amount"`
 		} `json:"invoiceDetail"`
 	}
-	body, ok := faRead(w, r, &q)
+	body, ok := faRead(w, r, &q, faRegInvoiceRequired...)
 	if !ok {
 		return
 	}

@@ -41,13 +41,17 @@ func ubUnavailable(w http.ResponseWriter) {
 	ubError(w, http.StatusServiceUnavailable, "190001", "The service is temporarily unavailable, please try again later.")
 }
 
-func ubRead(w http.ResponseWriter, r *http.Request, v any) ([]byte, bool) {
+func ubRead(w http.ResponseWriter, r *http.Request, v any, required ...string) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
 	if err == nil {
 		err = json.Unmarshal(body, v)
 	}
 	if err != nil {
 		ubError(w, http.StatusBadRequest, "10001", "The request is not valid JSON: "+err.Error())
+		return nil, false
+	}
+	if f := missingField(body, required...); f != "" {
+		ubError(w, http.StatusBadRequest, "10002", "Missing or invalid data: "+f+" is required.")
 		return nil, false
 	}
 	return body, true
@@ -347,7 +351,7 @@ func (s *carrierSandbox) ubRate(w http.ResponseWriter, r *http.Request) {
 			Shipment ubShipment `json:"Shipment"`
 		} `json:"RateRequest"`
 	}
-	if _, ok := ubRead(w, r, &q); !ok {
+	if _, ok := ubRead(w, r, &q, ubRateRequired...); !ok {
 		return
 	}
 	sh := &q.RateRequest.Shipment
@@ -446,7 +450,7 @@ func (s *carrierSandbox) ubShip(w http.ResponseWriter, r *http.Request) {
 			} `json:"LabelSpecification"`
 		} `json:"ShipmentRequest"`
 	}
-	body, ok := ubRead(w, r, &q)
+	body, ok := ubRead(w, r, &q, ubShipRequired...)
 	if !ok {
 		return
 	}
@@ -498,9 +502,9 @@ func (s *carrierSandbox) ubShip(w http.ResponseWriter, r *http.Request) {
 		case "ZPL":
 			img = labelZPL(li)
 		case "PNG":
-			img, _ = gifToPNG(labelGIF(li))
+			img, _ = gifToPNG(labelGIFLandscape(li))
 		default:
-			img = labelGIF(li)
+			img = labelGIFLandscape(li) // landscape, as the carrier's GIF labels are
 		}
 		html := fmt.Sprintf(`<html><head><title>View/Print Label</title></head><body><img src="label%s.%s"></body></html>`, n, strings.ToLower(format))
 		results = append(results, map[string]any{

@@ -106,6 +106,10 @@ func (s *carrierSandbox) ccEstimate(w http.ResponseWriter, r *http.Request) {
 		ccError(w, r, http.StatusBadRequest, "validation", "request_body_required", "The request body is not valid JSON: "+err.Error())
 		return
 	}
+	if f := missingField(body, ccEstimateRequired...); f != "" {
+		ccError(w, r, http.StatusBadRequest, "validation", "field_value_required", f+" is required.")
+		return
+	}
 	own := ccCarrierID(strings.TrimSpace(r.Header.Get("api-key")))
 	ids := q.CarrierIDs
 	if q.CarrierID != "" {
@@ -146,6 +150,7 @@ func (s *carrierSandbox) ccEstimate(w http.ResponseWriter, r *http.Request) {
 			"insurance_amount":        map[string]any{"currency": "usd", "amount": 0},
 			"confirmation_amount":     map[string]any{"currency": "usd", "amount": 0},
 			"other_amount":            map[string]any{"currency": "usd", "amount": 0},
+			"tax_amount":              ccTax(p),
 			"zone":                    p.zone,
 			"package_type":            "package",
 			"delivery_days":           p.transit,
@@ -166,4 +171,13 @@ func (s *carrierSandbox) ccEstimate(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	writeJSON(w, http.StatusOK, rates)
+}
+
+// ccTax is a rate's tax_amount: null at home, duties and taxes estimated at
+// 8 % of the postage across borders.
+func ccTax(p sbPrice) any {
+	if p.zone != 9 {
+		return nil
+	}
+	return map[string]any{"currency": "usd", "amount": round2(p.net * 0.08)}
 }

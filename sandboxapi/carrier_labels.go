@@ -139,7 +139,30 @@ func zplText(s string) string {
 // labelGIF renders a 400x600 two-colour GIF label (carrier_b's image
 // format): border, rules and a bar pattern derived from the tracking
 // number. It has no text: the tracking number is in the response.
-func labelGIF(li labelInfo) []byte {
+func labelGIF(li labelInfo) []byte { return encodeGIF(labelImage(li)) }
+
+// labelGIFLandscape is labelGIF turned a quarter counter-clockwise, 600x400:
+// carrier_b's GIF labels are landscape images of a portrait 4x6 label, to
+// be turned a quarter clockwise for printing.
+func labelGIFLandscape(li labelInfo) []byte {
+	src := labelImage(li)
+	b := src.Bounds()
+	img := image.NewPaletted(image.Rect(0, 0, b.Dy(), b.Dx()), src.Palette)
+	for y := 0; y < b.Dy(); y++ {
+		for x := 0; x < b.Dx(); x++ {
+			img.SetColorIndex(y, b.Dx()-1-x, src.ColorIndexAt(x, y))
+		}
+	}
+	return encodeGIF(img)
+}
+
+func encodeGIF(img *image.Paletted) []byte {
+	var buf bytes.Buffer
+	_ = gif.Encode(&buf, img, nil)
+	return buf.Bytes()
+}
+
+func labelImage(li labelInfo) *image.Paletted {
 	const w, h = 400, 600
 	img := image.NewPaletted(image.Rect(0, 0, w, h), color.Palette{color.White, color.Black})
 	fill := func(x0, y0, x1, y1 int) {
@@ -167,9 +190,7 @@ func labelGIF(li labelInfo) []byte {
 		x := 40 + int(bar[0]*1.3)
 		fill(x, 380, x+int(bar[1]*1.3+0.5), 540)
 	}
-	var buf bytes.Buffer
-	_ = gif.Encode(&buf, img, nil)
-	return buf.Bytes()
+	return img
 }
 
 func decodeGIF(data []byte) (image.Image, error) { return gif.Decode(bytes.NewReader(data)) }

@@ -195,16 +195,18 @@ func TestCarrierSandboxConcurrentUse(t *testing.T) {
 		go func(i int) {
 			defer wg.Done()
 			ship := fmt.Sprintf(`{"labelResponseOptions":"LABEL","accountNumber":{"value":"123456789"},"requestedShipment":{
-				"shipDatestamp":"2026-01-05","serviceType":"FEDEX_GROUND","shipper":{"address":{"postalCode":"38103","countryCode":"US"}},
-				"recipients":[{"address":{"postalCode":"98101","countryCode":"US","streetLines":["%d Pike St"]}}],
-				"labelSpecification":{"imageType":"ZPLII"},"requestedPackageLineItems":[{"weight":{"units":"LB","value":%d}}]}}`, i, i+1)
+				"shipDatestamp":"2026-01-05","serviceType":"FEDEX_GROUND","pickupType":"USE_SCHEDULED_PICKUP","packagingType":"YOUR_PACKAGING",
+				"shippingChargesPayment":{"paymentType":"SENDER"},
+				"shipper":{"contact":{"personName":"A","phoneNumber":"9015550100"},"address":{"streetLines":["10 Main St"],"city":"Memphis","postalCode":"38103","countryCode":"US"}},
+				"recipients":[{"contact":{"personName":"B","phoneNumber":"2065550199"},"address":{"city":"Seattle","postalCode":"98101","countryCode":"US","streetLines":["%d Pike St"]}}],
+				"labelSpecification":{"imageType":"ZPLII","labelStockType":"STOCK_4X6"},"requestedPackageLineItems":[{"weight":{"units":"LB","value":%d}}]}}`, i, i+1)
 			status, body := faPost(t, srv, tok, http.MethodPost, "/ship/v1/shipments", []byte(ship), nil)
 			if !assert.Equal(t, http.StatusOK, status, string(body)) {
 				return
 			}
 			tn := jsonPath(t, body, "output", "transactionShipments", 0, "masterTrackingNumber").(string)
 			status, body = faPost(t, srv, tok, http.MethodPost, "/track/v1/trackingnumbers",
-				[]byte(`{"trackingInfo":[{"trackingNumberInfo":{"trackingNumber":"`+tn+`"}}]}`), nil)
+				[]byte(`{"includeDetailedScans":true,"trackingInfo":[{"trackingNumberInfo":{"trackingNumber":"`+tn+`"}}]}`), nil)
 			assert.Equal(t, http.StatusOK, status)
 			assert.Equal(t, "SHIP", jsonPath(t, body, "output", "completeTrackResults", 0, "trackResults", 0, "dateAndTimes", 0, "type"))
 		}(i)

@@ -606,7 +606,7 @@ func TestCarrierCWire(t *testing.T) {
 	id := jsonPath(t, body, "carriers", 0, "carrier_id").(string)
 	assert.Regexp(t, `^se-\d{7}$`, id)
 
-	est := []byte(`{"carrier_ids":["` + id + `"],"from_country_code":"US","from_postal_code":"78756","to_country_code":"US",
+	est := []byte(`{"carrier_ids":["` + id + `"],"from_country_code":"US","from_postal_code":"78756","from_city_locality":"Austin","from_state_province":"TX","to_country_code":"US",
 		"to_postal_code":"95128","to_city_locality":"San Jose","to_state_province":"CA","weight":{"value":1.0,"unit":"ounce"},
 		"dimensions":{"unit":"inch","length":5.0,"width":5.0,"height":5.0},"confirmation":"none","address_residential_indicator":"no",
 		"ship_date":"2026-01-05T00:00:00Z"}`)
