@@ -95,8 +95,8 @@ var (
 		prefixed([]string{"requestedShipment.shipper.address.", "requestedShipment.recipients[].address."}, append([]string{"streetLines", "city"}, faAddressFields...))...)
 	faCancelShipmentRequired = []string{"accountNumber.value", "trackingNumber"}
 	// An empty trackingInfo is the carrier's own TRACKING.TRACKINGNUMBER.EMPTY.
-	faTrackRequired = []string{"includeDetailedScans"}
-	faPickupRequired         = []string{"associatedAccountNumber.value", "carrierCode",
+	faTrackRequired  = []string{"includeDetailedScans"}
+	faPickupRequired = []string{"associatedAccountNumber.value", "carrierCode",
 		"originDetail.pickupLocation.contact.personName", "originDetail.pickupLocation.contact.phoneNumber",
 		"originDetail.pickupLocation.address.streetLines", "originDetail.pickupLocation.address.city",
 		"originDetail.pickupLocation.address.postalCode", "originDetail.pickupLocation.address.countryCode",
