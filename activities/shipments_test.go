@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/carriers/carrierstest"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
@@ -40,7 +41,10 @@ func newShpActFixture(t *testing.T) *shpActFixture {
 	require.NoError(t, err)
 	sb := httptest.NewServer(sandboxapi.NewHandler())
 	t.Cleanup(sb.Close)
-	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
+	// No real carrier has a delivery-change API (the built-in adapters
+	// refuse, TestSendShipmentActionUnsupportedCarrier): carrier_a here is
+	// the test double of one that has, on the real adapter and sandbox.
+	reg := carrierstest.WithDeliveryChanges(carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL}), carriers.CarrierA)
 	f := &shpActFixture{t: t, st: st, box: box, orgID: uuid.New(), accountID: uuid.New(), shipmentID: uuid.New(),
 		acts: &ShipmentActivities{Store: st, Secrets: box, Carriers: reg}}
 	_, err = st.Pool.Exec(ctx, `INSERT INTO organizations (id, name, slug) VALUES ($1, 'Acme', $2)`, f.orgID, "acme-"+f.orgID.String())
@@ -202,6 +206,18 @@ func TestSendShipmentActionFailures(t *testing.T) {
 	require.False(t, rec.Recorded)
 	_, err = f.acts.RecordShipmentActionOutcome(ctx, RecordShipmentActionOutcomeInput{OrganizationID: f.orgID.String(), ActionID: id.String(), Status: "pending"})
 	requireShipmentAppErr(t, err, ErrTypeInvalidInput, false)
+}
+
+// The built-in adapters have no delivery changes: the action is rejected
+// for good (not retried), with the carrier's reason.
+func TestSendShipmentActionUnsupportedCarrier(t *testing.T) {
+	f := newShpActFixture(t)
+	sb := httptest.NewServer(sandboxapi.NewHandler())
+	t.Cleanup(sb.Close)
+	f.acts.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
+	_, err := f.send(f.action("hold", store.ShipmentActionConfig{Reason: "other"}))
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionRejected, false)
+	require.ErrorIs(t, err, carriers.ErrNotSupported)
 }
 
 func TestCarrierShipmentActionMapping(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/carriers/carrierstest"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
@@ -57,7 +58,9 @@ func shpEnv(t *testing.T, opts ...func(*Deps)) (*testEnv, *shpSandbox) {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(sb.srv.Close)
-	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.srv.URL})
+	// carrier_a offers delivery changes through the test double: no real
+	// carrier has an API for them (TestShipmentActionUnsupportedCarrier).
+	reg := carrierstest.WithDeliveryChanges(carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.srv.URL}), carriers.CarrierA)
 	all := append([]func(*Deps){func(d *Deps) { d.Carriers = reg }}, opts...)
 	return newEnv(t, all...), sb
 }
@@ -738,6 +741,27 @@ func TestShipmentActionRefusals(t *testing.T) {
 	sh2 := shpCreate(t, bare, owner2.caller, shpBody(order2, acct2))
 	shpSetStatus(t, bare, sh2["id"].(string), "in_transit")
 	requireError(t, bare.do(owner2.caller, "POST", "/api/v1/shipments/"+sh2["id"].(string)+"/actions", hold), 503, "temporal_unavailable")
+}
+
+// The built-in adapters have no delivery changes (no carrier publishes an
+// API for them): an action is refused up front and nothing is started.
+func TestShipmentActionUnsupportedCarrier(t *testing.T) {
+	srv := httptest.NewServer(sandboxapi.NewHandler())
+	t.Cleanup(srv.Close)
+	tc := mocks.NewClient(t) // no ExecuteWorkflow expected
+	e, _ := shpEnv(t, func(d *Deps) {
+		d.Temporal = tc
+		d.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: srv.URL})
+	})
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	sh := shpCreate(t, e, owner.caller, shpBody(orderID, acct))
+	id := sh["id"].(string)
+	shpSetStatus(t, e, id, "in_transit")
+	path := "/api/v1/shipments/" + id + "/actions"
+	requireError(t, e.do(owner.caller, "POST", path, map[string]any{"actionType": "hold", "reason": "other"}), 400, "actions_not_supported")
+	require.Empty(t, e.do(owner.caller, "GET", path, nil).list())
 }
 
 // TestShipmentCreateShipDateWindow: ship_date has the window of /rates,

@@ -35,7 +35,8 @@ var reNineDigits = regexp.MustCompile(`^\d{9}$`)
 func (a *carrierA) Code() string { return CarrierA }
 
 func (a *carrierA) Capabilities() Capabilities {
-	return Capabilities{Rating: true, Labels: true, Pickups: true, Tracking: true, Actions: true}
+	// Actions: FedEx publishes no delivery-change API (see SendAction).
+	return Capabilities{Rating: true, Labels: true, Pickups: true, Tracking: true}
 }
 
 // ValidateCredentials: accountNumber (9 digits), childKey, childSecret.
@@ -1203,8 +1204,9 @@ func (a *carrierA) CancelPickup(ctx context.Context, acct Account, req CancelPic
 
 // ---- shipment actions ----
 
-// validateAction checks an action's fields (shared by the adapters).
-func validateAction(carrier string, act ShipmentAction) error {
+// ValidateAction checks a delivery change's fields; an adapter that sends
+// delivery changes calls it first.
+func ValidateAction(carrier string, act ShipmentAction) error {
 	var problems []string
 	if trimSpace(act.TrackingNumber) == "" {
 		problems = append(problems, "trackingNumber is required")
@@ -1240,64 +1242,15 @@ func validateAction(carrier string, act ShipmentAction) error {
 	return nil
 }
 
-var fxActionTypes = map[string]string{
-	ActionHold:         "HOLD_AT_LOCATION",
-	ActionRedirect:     "REDIRECT_TO_ADDRESS",
-	ActionRedeliver:    "REDELIVERY",
-	ActionInstructions: "DELIVERY_INSTRUCTIONS",
+// noDeliveryChanges is SendAction of a carrier that publishes no API for
+// delivery changes (hold, redirect, redeliver, instructions): FedEx's and
+// UPS's are customer-facing products (Delivery Manager, My Choice) without
+// a public REST endpoint, so nothing is sent.
+func noDeliveryChanges(carrier string) error {
+	return notSupported(carrier, "delivery changes (hold, redirect, redeliver, instructions): the carrier publishes no API for them")
 }
 
-// SendAction implements Carrier. FedEx publishes no simple REST API for
-// delivery changes; this adapter calls POST /ship/v1/shipments/actions, an
-// endpoint designed in FedEx's style for this service and served by the
-// sandbox (see the package documentation).
-func (a *carrierA) SendAction(ctx context.Context, acct Account, act ShipmentAction) (*ActionResult, error) {
-	if err := validateAction(CarrierA, act); err != nil {
-		return nil, err
-	}
-	num, _, _, err := a.accountCreds(acct)
-	if err != nil {
-		return nil, err
-	}
-	body := map[string]any{
-		"accountNumber":  fxValue{Value: num},
-		"trackingNumber": trimSpace(act.TrackingNumber),
-		"actionType":     fxActionTypes[act.Type],
-	}
-	switch act.Type {
-	case ActionHold:
-		reason := act.Reason
-		if reason == "" {
-			reason = "other"
-		}
-		body["holdDetail"] = map[string]any{"reason": strings.ToUpper(reason), "notes": act.Notes}
-	case ActionRedirect:
-		body["redirectDetail"] = map[string]any{"address": fxAddr(*act.Address), "notes": act.Notes}
-	case ActionRedeliver:
-		body["redeliveryDetail"] = map[string]any{"requestedDate": act.PreferredDate, "instructions": act.Instructions}
-	case ActionInstructions:
-		body["deliveryInstructions"] = act.Instructions
-	}
-	hdr := http.Header{}
-	if act.Reference != "" {
-		hdr.Set("x-customer-transaction-id", truncate(act.Reference, 64))
-	}
-	var out struct {
-		Output struct {
-			ActionConfirmationNumber string    `json:"actionConfirmationNumber"`
-			Status                   string    `json:"status"`
-			Message                  string    `json:"message"`
-			Alerts                   []fxAlert `json:"alerts"`
-		} `json:"output"`
-	}
-	resp, err := a.send(ctx, acct, http.MethodPost, "/ship/v1/shipments/actions", body, hdr, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &ActionResult{
-		ConfirmationNumber: out.Output.ActionConfirmationNumber,
-		Status:             strings.ToLower(firstNonEmpty(out.Output.Status, "accepted")),
-		Message:            out.Output.Message,
-		Raw:                resp.body,
-	}, nil
+// SendAction implements Carrier: not supported (noDeliveryChanges).
+func (a *carrierA) SendAction(context.Context, Account, ShipmentAction) (*ActionResult, error) {
+	return nil, noDeliveryChanges(CarrierA)
 }

@@ -41,7 +41,8 @@ var upsChargeNames = map[string]string{
 func (b *carrierB) Code() string { return CarrierB }
 
 func (b *carrierB) Capabilities() Capabilities {
-	return Capabilities{Rating: true, Labels: true, Pickups: false, Tracking: true, Actions: true}
+	// Actions: UPS publishes no delivery-change API (see SendAction).
+	return Capabilities{Rating: true, Labels: true, Pickups: false, Tracking: true}
 }
 
 // ValidateCredentials: clientId, clientSecret, accountNumber.
@@ -893,61 +894,7 @@ func (b *carrierB) CancelPickup(context.Context, Account, CancelPickupRequest) (
 
 // ---- shipment actions ----
 
-var upsChangeTypes = map[string]string{
-	ActionHold: "HOLD", ActionRedirect: "REDIRECT", ActionRedeliver: "REDELIVER", ActionInstructions: "INSTRUCTIONS",
-}
-
-// SendAction implements Carrier. UPS offers delivery changes only through
-// UPS My Choice, with no public REST API; this adapter calls
-// POST /api/shipments/v2409/deliverychange, an endpoint designed in UPS's
-// style for this service and served by the sandbox (see the package
-// documentation).
-func (b *carrierB) SendAction(ctx context.Context, acct Account, act ShipmentAction) (*ActionResult, error) {
-	if err := validateAction(CarrierB, act); err != nil {
-		return nil, err
-	}
-	c, err := b.creds(acct)
-	if err != nil {
-		return nil, err
-	}
-	dcr := map[string]any{
-		"Request":       map[string]any{"TransactionReference": map[string]any{"CustomerContext": truncate(act.Reference, 512)}},
-		"ShipperNumber": c.account,
-		"InquiryNumber": trimSpace(act.TrackingNumber),
-		"ChangeType":    upsCode{Code: upsChangeTypes[act.Type]},
-	}
-	if act.Notes != "" {
-		dcr["Notes"] = act.Notes
-	}
-	switch act.Type {
-	case ActionHold:
-		dcr["HoldReason"] = strings.ToUpper(firstNonEmpty(act.Reason, "other"))
-	case ActionRedirect:
-		dcr["NewAddress"] = upsAddr(*act.Address, act.Address.Residential)
-	case ActionRedeliver:
-		if act.PreferredDate != "" {
-			dcr["RedeliveryDate"] = strings.ReplaceAll(act.PreferredDate, "-", "")
-		}
-		if act.Instructions != "" {
-			dcr["DeliveryInstructions"] = act.Instructions
-		}
-	case ActionInstructions:
-		dcr["DeliveryInstructions"] = act.Instructions
-	}
-	var out struct {
-		DeliveryChangeResponse struct {
-			ConfirmationNumber string  `json:"ConfirmationNumber"`
-			Status             upsCode `json:"Status"`
-		} `json:"DeliveryChangeResponse"`
-	}
-	resp, err := b.send(ctx, acct, http.MethodPost, "/api/shipments/"+upsVersion+"/deliverychange", map[string]any{"DeliveryChangeRequest": dcr}, &out, false)
-	if err != nil {
-		return nil, err
-	}
-	return &ActionResult{
-		ConfirmationNumber: out.DeliveryChangeResponse.ConfirmationNumber,
-		Status:             strings.ToLower(firstNonEmpty(out.DeliveryChangeResponse.Status.Code, "accepted")),
-		Message:            out.DeliveryChangeResponse.Status.Description,
-		Raw:                resp.body,
-	}, nil
+// SendAction implements Carrier: not supported (noDeliveryChanges).
+func (b *carrierB) SendAction(context.Context, Account, ShipmentAction) (*ActionResult, error) {
+	return nil, noDeliveryChanges(CarrierB)
 }

@@ -357,5 +357,5 @@ func (c *carrierC) CancelPickup(context.Context, Account, CancelPickupRequest) (
 }
 
 func (c *carrierC) SendAction(context.Context, Account, ShipmentAction) (*ActionResult, error) {
-	return nil, notSupported(CarrierC, "shipment actions")
+	return nil, noDeliveryChanges(CarrierC)
 }

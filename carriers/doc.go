@@ -5,8 +5,8 @@
 // (vendors/carriers/*):
 //
 //	code       real API                      capabilities
-//	carrier_a  FedEx REST                    rating, labels, pickups, tracking, actions
-//	carrier_b  UPS REST (OAuth)              rating, labels, tracking, actions (no pickups)
+//	carrier_a  FedEx REST                    rating, labels, pickups, tracking
+//	carrier_b  UPS REST (OAuth)              rating, labels, tracking (no pickups)
 //	carrier_c  single-key rate estimates     rating only
 //
 // # Getting an adapter
@@ -71,7 +71,10 @@
 // {transactionId, errors[{code, message}]}, UPS {response: {errors[{code,
 // message}]}}, carrier_c {request_id, errors[{error_code, message}]}), else
 // one of the ErrCode* values. Retryable: network errors, timeouts, 429 and
-// 5xx; 4xx are not. errors.Is singles out ErrNotSupported,
+// 5xx; 4xx are not. A 429 matches ErrRateLimited and carries RetryAfter:
+// the Retry-After header (seconds or a date; carrier_b, carrier_c), else
+// carrier_a's documented windows (the rest of a 10-second burst window, or
+// until 12:00 AM GMT when the daily quota is spent). errors.Is singles out ErrNotSupported,
 // ErrUnknownCarrier, ErrUnauthorized (401/403, refused tokens and keys),
 // ErrInvalidRequest (400/422 and local validation), ErrNotFound,
 // ErrNotConfigured and the registration cases ErrAccountNotFound,
@@ -79,27 +82,18 @@
 // ErrSessionExpired. Context cancellation is reported as an *Error
 // wrapping the context error (errors.Is(err, context.Canceled) holds).
 //
-// # Operations without a public carrier API
+// # Delivery changes
 //
-// Neither FedEx nor UPS publishes a simple REST API for delivery changes
-// (hold, redirect, redeliver, delivery instructions). SendAction calls
-// endpoints designed for this service in each carrier's style, served by
-// the sandbox:
-//
-//	carrier_a  POST /ship/v1/shipments/actions
-//	           {accountNumber{value}, trackingNumber, actionType:
-//	            HOLD_AT_LOCATION|REDIRECT_TO_ADDRESS|REDELIVERY|DELIVERY_INSTRUCTIONS,
-//	            holdDetail{reason, notes}, redirectDetail{address, notes},
-//	            redeliveryDetail{requestedDate, instructions}, deliveryInstructions}
-//	           → {transactionId, output{actionConfirmationNumber, status: ACCEPTED, message}}
-//	carrier_b  POST /api/shipments/v2409/deliverychange
-//	           {DeliveryChangeRequest{ShipperNumber, InquiryNumber, ChangeType{Code:
-//	            HOLD|REDIRECT|REDELIVER|INSTRUCTIONS}, HoldReason, Notes, NewAddress,
-//	            RedeliveryDate (YYYYMMDD), DeliveryInstructions}}
-//	           → {DeliveryChangeResponse{ConfirmationNumber, Status{Code: ACCEPTED, Description}}}
-//
-// Against the live carriers these calls fail (404); wiring a real delivery
-// change product is future work.
+// Neither FedEx nor UPS (nor carrier_c) publishes an API for delivery
+// changes (hold, redirect, redeliver, delivery instructions): FedEx
+// Delivery Manager and UPS My Choice are customer-facing products without
+// a public REST endpoint (vendors/carriers lists every documented
+// endpoint). So every built-in adapter reports Capabilities.Actions false
+// and its SendAction fails with ErrNotSupported without calling anything,
+// and the sandbox serves no such endpoint. The Carrier interface keeps
+// SendAction (and ValidateAction) for an adapter that gets such an API;
+// Registry.With plugs one in, and carrierstest.DeliveryChanges is the test
+// double that stands in for it.
 //
 // # Other mapping notes
 //

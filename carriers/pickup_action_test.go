@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/carriers/carrierstest"
 )
 
 func pickupReq(offset int) carriers.PickupRequest {
@@ -93,43 +94,51 @@ func TestPickups(t *testing.T) {
 	}
 }
 
-func TestShipmentActions(t *testing.T) {
-	reg := newSandbox(t).registry()
+// No real carrier publishes a delivery-change API: every adapter says so
+// and sends nothing.
+func TestShipmentActionsUnsupported(t *testing.T) {
+	sb := newSandbox(t)
+	reg := sb.registry()
 	ctx := context.Background()
-	prefix := map[string]string{"carrier_a": "DM", "carrier_b": "DC"}
-	for _, code := range []string{"carrier_a", "carrier_b"} {
-		t.Run(code, func(t *testing.T) {
-			c, acct := get(t, reg, code), acctOf(code)
-			l, err := c.CreateLabel(ctx, acct, labelReq(code, -1))
-			require.NoError(t, err)
-			actions := []carriers.ShipmentAction{
-				{Type: carriers.ActionHold, Reason: "customer_request", Notes: "hold please"},
-				{Type: carriers.ActionRedirect, Address: &seattle, Notes: "new place"},
-				{Type: carriers.ActionRedeliver, PreferredDate: day(3).Format("2006-01-02"), Instructions: "after 5pm"},
-				{Type: carriers.ActionInstructions, Instructions: "leave at back door"},
-			}
-			seen := map[string]bool{}
-			for _, a := range actions {
-				a.TrackingNumber, a.Reference = l.TrackingNumber, "action-1"
-				res, err := c.SendAction(ctx, acct, a)
-				require.NoError(t, err, a.Type)
-				assert.Equal(t, "accepted", res.Status)
-				assert.Regexp(t, `^`+prefix[code]+`\d{10}$`, res.ConfirmationNumber)
-				assert.NotEmpty(t, res.Message)
-				assert.False(t, seen[res.ConfirmationNumber], "one confirmation per action")
-				seen[res.ConfirmationNumber] = true
-			}
-
-			_, err = c.SendAction(ctx, acct, carriers.ShipmentAction{Type: carriers.ActionInstructions, TrackingNumber: l.TrackingNumber})
-			assert.ErrorIs(t, err, carriers.ErrInvalidRequest)
-			_, err = c.SendAction(ctx, acct, carriers.ShipmentAction{Type: "teleport", TrackingNumber: l.TrackingNumber})
-			assert.ErrorIs(t, err, carriers.ErrInvalidRequest)
-			_, err = c.SendAction(ctx, acct, carriers.ShipmentAction{Type: carriers.ActionHold, Reason: "bored", TrackingNumber: l.TrackingNumber})
-			assert.ErrorIs(t, err, carriers.ErrInvalidRequest)
-			_, err = c.SendAction(ctx, acct, carriers.ShipmentAction{Type: carriers.ActionHold, TrackingNumber: "1Z12345678900000"})
-			assert.ErrorIs(t, err, carriers.ErrNotFound)
-		})
+	for _, code := range carriers.Codes() {
+		c := get(t, reg, code)
+		assert.False(t, c.Capabilities().Actions, code)
+		before := len(sb.counts)
+		_, err := c.SendAction(ctx, acctOf(code), carriers.ShipmentAction{Type: carriers.ActionHold, TrackingNumber: "700000000001", Reason: "other"})
+		assert.ErrorIs(t, err, carriers.ErrNotSupported, code)
+		assert.False(t, carriers.IsRetryable(err), code)
+		assert.Len(t, sb.counts, before, "nothing was sent")
 	}
-	_, err := get(t, reg, "carrier_c").SendAction(ctx, acctC(), carriers.ShipmentAction{Type: carriers.ActionHold, TrackingNumber: "x"})
-	assert.ErrorIs(t, err, carriers.ErrNotSupported)
+}
+
+// The ShipmentAction path stays open to an adapter that has such an API:
+// Registry.With plugs one in (here the test double).
+func TestShipmentActionsThroughAPluggedInAdapter(t *testing.T) {
+	reg := carrierstest.WithDeliveryChanges(newSandbox(t).registry(), "carrier_a")
+	ctx := context.Background()
+	c := get(t, reg, "carrier_a")
+	require.True(t, c.Capabilities().Actions)
+	assert.True(t, c.Capabilities().Pickups, "the adapter's other capabilities are kept")
+	_, isRegistrar := c.(carriers.Registrar)
+	assert.True(t, isRegistrar)
+	assert.False(t, get(t, reg, "carrier_b").Capabilities().Actions, "other codes unchanged")
+
+	l, err := c.CreateLabel(ctx, acctA(), labelReq("carrier_a", -1))
+	require.NoError(t, err)
+	res, err := c.SendAction(ctx, acctA(), carriers.ShipmentAction{Type: carriers.ActionRedirect, Address: &seattle, TrackingNumber: l.TrackingNumber, Reference: "a-1"})
+	require.NoError(t, err)
+	assert.Equal(t, "accepted", res.Status)
+	assert.Regexp(t, `^DM\d{10}$`, res.ConfirmationNumber)
+
+	_, err = c.SendAction(ctx, acctA(), carriers.ShipmentAction{Type: carriers.ActionInstructions, TrackingNumber: l.TrackingNumber})
+	assert.ErrorIs(t, err, carriers.ErrInvalidRequest)
+	_, err = c.SendAction(ctx, acctA(), carriers.ShipmentAction{Type: "teleport", TrackingNumber: l.TrackingNumber})
+	assert.ErrorIs(t, err, carriers.ErrInvalidRequest)
+	_, err = c.SendAction(ctx, acctA(), carriers.ShipmentAction{Type: carriers.ActionHold, TrackingNumber: "700000000000"})
+	ce, ok := carriers.AsError(err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, "TRACKING.TRACKINGNUMBER.NOTFOUND", ce.Code)
+	assert.False(t, ce.Retryable)
+	_, err = c.SendAction(ctx, withCred(acctA(), "childSecret", "sandbox-fail"), carriers.ShipmentAction{Type: carriers.ActionHold, TrackingNumber: l.TrackingNumber})
+	assert.ErrorIs(t, err, carriers.ErrUnauthorized)
 }

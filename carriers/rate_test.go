@@ -28,8 +28,8 @@ func TestRegistry(t *testing.T) {
 		assert.Equal(t, code, c.Code())
 		caps[code] = c.Capabilities()
 	}
-	assert.Equal(t, carriers.Capabilities{Rating: true, Labels: true, Pickups: true, Tracking: true, Actions: true}, caps["carrier_a"])
-	assert.Equal(t, carriers.Capabilities{Rating: true, Labels: true, Pickups: false, Tracking: true, Actions: true}, caps["carrier_b"])
+	assert.Equal(t, carriers.Capabilities{Rating: true, Labels: true, Pickups: true, Tracking: true}, caps["carrier_a"])
+	assert.Equal(t, carriers.Capabilities{Rating: true, Labels: true, Pickups: false, Tracking: true}, caps["carrier_b"])
 	assert.Equal(t, carriers.Capabilities{Rating: true}, caps["carrier_c"])
 
 	r, err := reg.Registrar("carrier_a")

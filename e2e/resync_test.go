@@ -54,8 +54,9 @@ type stack struct {
 	reg      *carriers.Registry
 }
 
-// start runs the stack for a test or a benchmark.
-func start(t testing.TB) *stack {
+// start runs the stack for a test or a benchmark; wrap may replace adapters
+// of the carrier registry (e.g. carrierstest doubles).
+func start(t testing.TB, wrap ...func(*carriers.Registry) *carriers.Registry) *stack {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -70,6 +71,9 @@ func start(t testing.TB) *stack {
 	sb := httptest.NewServer(sandboxapi.NewHandler())
 	t.Cleanup(sb.Close)
 	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.URL})
+	for _, w := range wrap {
+		reg = w(reg)
+	}
 
 	var ts *temporaltest.TestServer
 	if tt, ok := t.(*testing.T); ok {

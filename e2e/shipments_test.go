@@ -10,6 +10,8 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/carriers/carrierstest"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
@@ -23,8 +25,14 @@ type shpStack struct {
 	box   *secrets.Box
 }
 
+// No real carrier publishes a delivery-change API, so the built-in adapters
+// refuse actions (api TestShipmentActionUnsupportedCarrier); carrier_a here
+// is the test double of a carrier that has one, on the real adapter and
+// sandbox, so the action path runs end to end.
 func startShipments(t *testing.T) *shpStack {
-	s := start(t)
+	s := start(t, func(r *carriers.Registry) *carriers.Registry {
+		return carrierstest.WithDeliveryChanges(r, carriers.CarrierA)
+	})
 	return &shpStack{stack: s, store: s.store, box: s.box}
 }
 

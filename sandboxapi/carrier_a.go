@@ -33,7 +33,6 @@ func (s *carrierSandbox) carrierARoutes(r chi.Router) {
 		r.Post("/rate/v1/rates/quotes", s.faRate)
 		r.Post("/ship/v1/shipments", s.faShip)
 		r.Put("/ship/v1/shipments/cancel", s.faCancelShipment)
-		r.Post("/ship/v1/shipments/actions", s.faAction)
 		r.Post("/track/v1/trackingnumbers", s.faTrack)
 		r.Post("/pickup/v1/pickups", s.faPickup)
 		r.Put("/pickup/v1/pickups/cancel", s.faCancelPickup)
@@ -910,58 +909,4 @@ func (s *carrierSandbox) faCancelPickup(w http.ResponseWriter, r *http.Request) 
 			"alerts":                    []any{},
 		}))
 	}
-}
-
-// ---- shipment actions (designed endpoint, see the package comment) ----
-
-func (s *carrierSandbox) faAction(w http.ResponseWriter, r *http.Request) {
-	var q struct {
-		AccountNumber struct {
-			Value flexStr `json:"value"`
-		} `json:"accountNumber"`
-		TrackingNumber flexStr `json:"trackingNumber"`
-		ActionType     string  `json:"actionType"`
-		RedirectDetail *struct {
-			Address faAddress `json:"address"`
-		} `json:"redirectDetail"`
-		DeliveryInstructions string `json:"deliveryInstructions"`
-	}
-	body, ok := faRead(w, r, &q)
-	if !ok {
-		return
-	}
-	acct, n := q.AccountNumber.Value.String(), q.TrackingNumber.String()
-	switch q.ActionType {
-	case "HOLD_AT_LOCATION", "REDIRECT_TO_ADDRESS", "REDELIVERY", "DELIVERY_INSTRUCTIONS":
-	default:
-		faError(w, r, http.StatusBadRequest, "ACTIONTYPE.INVALID", "actionType must be HOLD_AT_LOCATION, REDIRECT_TO_ADDRESS, REDELIVERY or DELIVERY_INSTRUCTIONS.")
-		return
-	}
-	switch {
-	case acct == FailValue:
-		faUnavailable(w, r)
-		return
-	case acct == "":
-		faError(w, r, http.StatusBadRequest, "ACCOUNTNUMBER.REGISTRATION.REQUIRED", "Please enter a valid 9-digit Carrier A account number.")
-		return
-	case n == "":
-		faError(w, r, http.StatusBadRequest, "TRACKING.TRACKINGNUMBER.EMPTY", "Please provide tracking number.")
-		return
-	case q.ActionType == "REDIRECT_TO_ADDRESS" && (q.RedirectDetail == nil || q.RedirectDetail.Address.PostalCode == ""):
-		faError(w, r, http.StatusBadRequest, "REDIRECT.ADDRESS.REQUIRED", "A redirect needs the new address.")
-		return
-	case q.ActionType == "DELIVERY_INSTRUCTIONS" && strings.TrimSpace(q.DeliveryInstructions) == "":
-		faError(w, r, http.StatusBadRequest, "DELIVERYINSTRUCTIONS.REQUIRED", "Please provide delivery instructions.")
-		return
-	}
-	if _, ok := s.shipment("carrier_a", n); !ok {
-		faError(w, r, http.StatusBadRequest, "TRACKING.TRACKINGNUMBER.NOTFOUND", "Tracking number cannot be found. Please correct the tracking number and try again.")
-		return
-	}
-	writeJSON(w, http.StatusOK, faEnvelope(r, body, map[string]any{
-		"actionConfirmationNumber": "DM" + hashDigits(10, "action", acct, string(body)),
-		"status":                   "ACCEPTED",
-		"message":                  "Delivery change request accepted",
-		"alerts":                   []any{},
-	}))
 }

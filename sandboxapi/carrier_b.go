@@ -28,7 +28,6 @@ func (s *carrierSandbox) carrierBRoutes(r chi.Router) {
 		r.Post("/api/rating/{version}/{requestoption}", s.ubRate)
 		r.Post("/api/shipments/{version}/ship", s.ubShip)
 		r.Delete("/api/shipments/{version}/void/cancel/{id}", s.ubVoid)
-		r.Post("/api/shipments/{version}/deliverychange", s.ubDeliveryChange)
 		r.Get("/api/track/v1/details/{number}", s.ubTrack)
 	})
 }
@@ -638,50 +637,4 @@ func (s *carrierSandbox) ubTrack(w http.ResponseWriter, r *http.Request) {
 		"inquiryNumber": n,
 		"package":       []map[string]any{pkg},
 	}}}})
-}
-
-// ---- delivery change (designed endpoint, see the package comment) ----
-
-func (s *carrierSandbox) ubDeliveryChange(w http.ResponseWriter, r *http.Request) {
-	var q struct {
-		DeliveryChangeRequest struct {
-			ShipperNumber flexStr    `json:"ShipperNumber"`
-			InquiryNumber flexStr    `json:"InquiryNumber"`
-			ChangeType    ubUnit     `json:"ChangeType"`
-			NewAddress    *ubAddress `json:"NewAddress"`
-			Instructions  string     `json:"DeliveryInstructions"`
-		} `json:"DeliveryChangeRequest"`
-	}
-	body, ok := ubRead(w, r, &q)
-	if !ok {
-		return
-	}
-	d := q.DeliveryChangeRequest
-	n := d.InquiryNumber.String()
-	switch {
-	case d.ShipperNumber.String() == FailValue:
-		ubUnavailable(w)
-		return
-	case n == "":
-		ubError(w, http.StatusBadRequest, "150022", "Missing or invalid inquiry number.")
-		return
-	case d.ChangeType.Code != "HOLD" && d.ChangeType.Code != "REDIRECT" && d.ChangeType.Code != "REDELIVER" && d.ChangeType.Code != "INSTRUCTIONS":
-		ubError(w, http.StatusBadRequest, "150030", "ChangeType must be HOLD, REDIRECT, REDELIVER or INSTRUCTIONS.")
-		return
-	case d.ChangeType.Code == "REDIRECT" && (d.NewAddress == nil || d.NewAddress.PostalCode == ""):
-		ubError(w, http.StatusBadRequest, "150031", "A redirect needs the new address.")
-		return
-	case d.ChangeType.Code == "INSTRUCTIONS" && strings.TrimSpace(d.Instructions) == "":
-		ubError(w, http.StatusBadRequest, "150032", "Delivery instructions are required.")
-		return
-	}
-	if _, ok := s.shipment("carrier_b", n); !ok {
-		ubError(w, http.StatusBadRequest, "TW0001", "Tracking Information Not Found")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"DeliveryChangeResponse": map[string]any{
-		"Response":           ubResponseOK,
-		"ConfirmationNumber": "DC" + hashDigits(10, "change", string(body)),
-		"Status":             map[string]any{"Code": "ACCEPTED", "Description": "Delivery change request accepted"},
-	}})
 }

@@ -85,7 +85,6 @@ func newCarrierSandbox(now func() time.Time) *carrierSandbox {
 //	  POST /ship/v1/shipments                    labelResponseOptions LABEL (base64) or URL_ONLY
 //	  GET  /document/v1/labels/{number}          the URL_ONLY document (?imageType=PDF|ZPLII|PNG)
 //	  PUT  /ship/v1/shipments/cancel
-//	  POST /ship/v1/shipments/actions            designed endpoint (hold, redirect, redeliver, instructions)
 //	  POST /track/v1/trackingnumbers             at most 30 numbers
 //	  POST /pickup/v1/pickups
 //	  PUT  /pickup/v1/pickups/cancel
@@ -98,11 +97,17 @@ func newCarrierSandbox(now func() time.Time) *carrierSandbox {
 //	  POST   /api/rating/{version}/{Rate|Shop|Ratetimeintransit|Shoptimeintransit}
 //	  POST   /api/shipments/{version}/ship       LabelImageFormat GIF | PNG | ZPL
 //	  DELETE /api/shipments/{version}/void/cancel/{number}
-//	  POST   /api/shipments/{version}/deliverychange   designed endpoint
 //	  GET    /api/track/v1/details/{number}      transId and transactionSrc headers required
 //	/carriers/carrier_c  (single-key rate estimates; api-key header)
 //	  GET  /v1/carriers
 //	  POST /v1/rates/estimate
+//
+// Only the vendors' real endpoints are served: neither carrier publishes
+// a delivery-change API, so there is none here (the carriers package's
+// adapters report that capability as unsupported).
+//
+// Requests lacking a field the vendor documents as required are answered
+// with the carrier's 400 body (carrier_required.go).
 //
 // Error bodies are the carrier's: FedEx {transactionId, errors[{code,
 // message}]}, UPS {response: {errors[{code, message}]}}, carrier_c
