@@ -44,7 +44,7 @@ type vendorStub struct {
 	srv     *httptest.Server
 
 	mu      sync.Mutex
-	answers map[string]stubAnswer // by path suffix
+	answers map[string]stubAnswer // by part of the path
 	got     map[string][]byte     // last body by path
 	headers map[string]http.Header
 }
@@ -62,11 +62,12 @@ func newVendorStub(t *testing.T, carrier string) *vendorStub {
 		s.mu.Lock()
 		s.got[r.URL.Path] = body
 		s.headers[r.URL.Path] = r.Header.Clone()
+		// The longest registered part of the path wins.
 		var ans stubAnswer
-		found := false
-		for suffix, a := range s.answers {
-			if strings.HasSuffix(r.URL.Path, suffix) || strings.Contains(r.URL.Path, suffix) {
-				ans, found = a, true
+		found, best := false, -1
+		for part, a := range s.answers {
+			if strings.Contains(r.URL.Path, part) && len(part) > best {
+				ans, found, best = a, true, len(part)
 			}
 		}
 		s.mu.Unlock()
