@@ -3,6 +3,7 @@ package carriers_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,10 +12,20 @@ import (
 	"github.com/fos-dev/fos/carriers/carrierstest"
 )
 
+// memphisDay is the date offset days from today in Memphis: pickup dates
+// are the pickup location's.
+func memphisDay(offset int) string {
+	loc, err := time.LoadLocation("America/Chicago")
+	if err != nil {
+		panic(err)
+	}
+	return time.Now().In(loc).AddDate(0, 0, offset).Format("2006-01-02")
+}
+
 func pickupReq(offset int) carriers.PickupRequest {
 	return carriers.PickupRequest{
 		Address:    memphis,
-		PickupDate: day(offset).Format("2006-01-02"),
+		PickupDate: memphisDay(offset),
 		ReadyTime:  "09:00", CloseTime: "17:00",
 		PackageCount: 3,
 		TotalWeight:  &carriers.Weight{Value: 12, Unit: "kg"},
@@ -42,7 +53,7 @@ func TestPickups(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"Courier on the way"}, today.Messages)
 
-	cancel := carriers.CancelPickupRequest{ConfirmationNumber: p.ConfirmationNumber, PickupDate: day(2).Format("2006-01-02"), Location: p.Location, Reason: "not needed"}
+	cancel := carriers.CancelPickupRequest{ConfirmationNumber: p.ConfirmationNumber, PickupDate: memphisDay(2), Location: p.Location, Reason: "not needed"}
 	cr, err := c.CancelPickup(ctx, acctA(), cancel)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"Requested pickup has been cancelled Successfully."}, cr.Messages)

@@ -898,7 +898,9 @@ func (s *carrierSandbox) faCancelPickup(w http.ResponseWriter, r *http.Request) 
 		faError(w, r, http.StatusBadRequest, "PICKUP.SCHEDULEDDATE.INVALID", "scheduledDate must be YYYY-MM-DD.")
 	case q.CarrierCode == "FDXE" && strings.TrimSpace(q.Location) == "":
 		faError(w, r, http.StatusBadRequest, "PICKUP.LOCATION.REQUIRED", "The location of an express pickup is required to cancel it.")
-	case date.Before(dateOnly(s.now())):
+	// The request names no time zone: a date is past once it is past
+	// everywhere (the pickup location's today may still be UTC's yesterday).
+	case date.Before(dateOnly(s.now().Add(-14 * time.Hour))):
 		faError(w, r, http.StatusBadRequest, "PICKUP.NUMBER.EXPIRED", "PREVIOUS DAY PICKUP, CANNOT CANCEL OR UPDATE")
 	case s.cancelPickup(code) == "already":
 		faError(w, r, http.StatusBadRequest, "PICKUP.ALREADY.CANCELLED", "Requested pickup has already been cancelled.")
