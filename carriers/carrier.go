@@ -105,7 +105,9 @@ type Capabilities struct {
 	Labels   bool `json:"labels"`
 	Pickups  bool `json:"pickups"`
 	Tracking bool `json:"tracking"`
-	// Actions: SendAction (hold, redirect, redeliver, instructions).
+	// Actions: SendAction (hold, redirect, redeliver, instructions). No
+	// built-in adapter has it: no carrier publishes a delivery-change API
+	// (see the package documentation, "Delivery changes").
 	Actions bool `json:"actions"`
 }
 
@@ -328,8 +330,9 @@ type TrackResult struct {
 	Raw    json.RawMessage `json:"raw"`
 }
 
-// PickupRequest schedules a pickup. Dates are YYYY-MM-DD, times HH:MM
-// (the pickup address's local time).
+// PickupRequest schedules a pickup. Dates are YYYY-MM-DD, times HH:MM,
+// both the pickup address's local calendar and clock (carrier_a sends the
+// ready time with the address's UTC offset and judges "same day" there).
 type PickupRequest struct {
 	Address      Address
 	PickupDate   string

@@ -21,7 +21,9 @@ import (
 // A wrong PIN or an unmatched invoice matches ErrVerificationFailed (the
 // same State may be tried again), an unknown account number
 // ErrAccountNotFound, an address that does not match the account
-// ErrAddressInvalid, an expired State ErrSessionExpired. Other failures are
+// ErrAddressInvalid, an expired or unusable State ErrSessionExpired (so is
+// the carrier's re-login answer on an MFA step: it is about the session,
+// not the service's project keys). Other failures are
 // *Error values like every other call.
 type Registrar interface {
 	RegisterAddress(ctx context.Context, req RegistrationRequest) (*RegistrationResult, error)

@@ -148,7 +148,8 @@ func newCarrierSandbox(now func() time.Time) *carrierSandbox {
 //
 // Labels are real documents, base64 in the response: a one-page 4x6 PDF
 // with the addresses and tracking number (carrier_a PDF), ZPL II (ZPLII /
-// ZPL), or a GIF/PNG image (carrier_b's formats). Tracking numbers are
+// ZPL), or a GIF/PNG image (carrier_b's formats; landscape, the 4x6 label
+// on its side, as the carrier sends them). Tracking numbers are
 // derived from a hash of the request (carrier_a 12 digits starting with 7,
 // carrier_b 1Z numbers with a check digit); the last MaxCarrierLabels
 // labels are remembered. A remembered label's tracking follows the clock:
@@ -168,8 +169,9 @@ func newCarrierSandbox(now func() time.Time) *carrierSandbox {
 // # Pickups (carrier_a)
 //
 // Confirmation codes derive from the request (FDXG "CPU" + 8 digits, FDXE 4
-// digits with a location). A ready date before today is
-// PICKUP.REQUESTED.PREVIOUS.DAY; cancelling a past date PICKUP.NUMBER.EXPIRED,
+// digits with a location). A ready date before today (at the ready time's
+// own UTC offset, UTC without one) is PICKUP.REQUESTED.PREVIOUS.DAY;
+// cancelling a date past everywhere PICKUP.NUMBER.EXPIRED,
 // a cancelled pickup PICKUP.ALREADY.CANCELLED; an unknown code is accepted.
 //
 // # Registration (carrier_a)
