@@ -175,6 +175,15 @@ func TestPickupLocalTime(t *testing.T) {
 	assert.NotContains(t, ready, "Z")
 }
 
+func TestLocalToday(t *testing.T) {
+	now := time.Date(2026, 3, 11, 2, 30, 0, 0, time.UTC)
+	assert.Equal(t, "2026-03-10", carriers.LocalToday(memphis, now))
+	assert.Equal(t, "2026-03-10", carriers.LocalToday(seattle, now))
+	assert.Equal(t, "2026-03-10", carriers.LocalToday(toronto, now))
+	assert.Equal(t, "2026-03-11", carriers.LocalToday(carriers.Address{CountryCode: "FR", Zip: "75001"}, now), "unknown zone: UTC")
+	assert.Equal(t, "2026-03-11", carriers.LocalToday(memphis, now.Add(4*time.Hour)))
+}
+
 var reCM = regexp.MustCompile(`q ([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+) ([-\d.]+) cm /Im1 Do Q`)
 
 // carrier_b's GIF labels are landscape images of the 4x6 label: the PDF

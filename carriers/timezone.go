@@ -50,13 +50,25 @@ func addressZone(a Address) *time.Location {
 // the zone is unknown (never a "Z", which would claim UTC). sameDay tells
 // whether date is today at the location.
 func localPickupTime(a Address, date, hhmm string, now time.Time) (stamp string, sameDay bool) {
+	sameDay = LocalToday(a, now) == date
 	loc := addressZone(a)
 	if loc == nil {
-		return date + "T" + hhmm + ":00", now.UTC().Format("2006-01-02") == date
+		return date + "T" + hhmm + ":00", sameDay
 	}
 	t, err := time.ParseInLocation("2006-01-02 15:04", date+" "+hhmm, loc)
 	if err != nil {
-		return date + "T" + hhmm + ":00", false
+		return date + "T" + hhmm + ":00", sameDay
 	}
-	return t.Format("2006-01-02T15:04:05-07:00"), now.In(loc).Format("2006-01-02") == date
+	return t.Format("2006-01-02T15:04:05-07:00"), sameDay
+}
+
+// LocalToday is today's date (YYYY-MM-DD) at an address: its time zone's
+// calendar when known (US states, Canadian provinces), else UTC's. Pickup
+// dates are the pickup location's, so "in the past" and "same day" are
+// judged with it.
+func LocalToday(a Address, now time.Time) string {
+	if loc := addressZone(a); loc != nil {
+		return now.In(loc).Format("2006-01-02")
+	}
+	return now.UTC().Format("2006-01-02")
 }
