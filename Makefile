@@ -9,13 +9,14 @@ GO ?= go
 GO_TEST_FLAGS ?= -count=1 -p 2 -timeout 20m
 PKGS ?= ./...
 
-.PHONY: help run test build lint vet fmt tidy clean
+.PHONY: help run test build lint vet fmt tidy clean reset
 
 help:
 	@echo "make run    - fos dev --seed: API, worker, embedded Temporal (+ UI), private PostgreSQL under .fos/"
 	@echo "make test   - go test $(PKGS) against a PostgreSQL server (see scripts/test-postgres.sh)"
 	@echo "make build  - build bin/fos"
 	@echo "make lint   - go vet and gofmt"
+	@echo "make reset  - remove .fos/ (local data, keys) and its PostgreSQL cluster, wherever it lives"
 
 run:
 	./scripts/ensure-postgres.sh
@@ -44,3 +45,10 @@ tidy:
 
 clean:
 	rm -rf bin
+
+# As root in a 0700 home the private cluster lives in the temporary area;
+# .fos/pg/location names it. (fos dev also removes it once .fos/ is gone.)
+reset:
+	@if [[ -f .fos/pg/location ]]; then loc=$$(cat .fos/pg/location); \
+		case "$$loc" in */fos-pg-*) echo "removing $$loc"; rm -rf -- "$$loc";; esac; fi
+	rm -rf .fos

@@ -283,18 +283,16 @@ func (p *Postgres) prepareForPostgresUser() error {
 	}
 	p.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
 
-	// Every ancestor must be searchable by the postgres user.
-	for d := filepath.Dir(p.dir); ; d = filepath.Dir(d) {
-		st, err := os.Stat(d)
+	// Every ancestor must be searchable by the postgres user. Root's home
+	// (0700) is not: the cluster then lives in the system's temporary area.
+	if blocked, err := unreachableAncestor(p.dir, p.cred); err != nil {
+		return err
+	} else if blocked != "" {
+		loc, err := p.relocate(blocked)
 		if err != nil {
-			return fmt.Errorf("devenv: stat %s: %w", d, err)
+			return err
 		}
-		if !searchableBy(st, p.cred) {
-			return fmt.Errorf("devenv: the %q OS user, which runs PostgreSQL when fos runs as root, cannot reach %s: directory %s is not searchable by it (chmod o+x %s, or use another directory)", pgSuperuser, p.dir, d, d)
-		}
-		if d == filepath.Dir(d) {
-			break
-		}
+		p.dir, p.dataDir = loc, filepath.Join(loc, pgDataDirName)
 	}
 
 	// Hand the whole directory to the postgres user (a no-op after the first run).
@@ -315,6 +313,154 @@ func (p *Postgres) prepareForPostgresUser() error {
 		return fmt.Errorf("devenv: give %s to the %q OS user: %w", p.dir, pgSuperuser, err)
 	}
 	return nil
+}
+
+// unreachableAncestor returns the first ancestor of dir (nearest the root)
+// that cred cannot search, or "" when every one is searchable.
+func unreachableAncestor(dir string, cred *syscall.Credential) (string, error) {
+	var chain []string
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		chain = append(chain, d)
+		if d == filepath.Dir(d) {
+			break
+		}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		st, err := os.Stat(chain[i])
+		if err != nil {
+			return "", fmt.Errorf("devenv: stat %s: %w", chain[i], err)
+		}
+		if !searchableBy(st, cred) {
+			return chain[i], nil
+		}
+	}
+	return "", nil
+}
+
+// Files of a relocated cluster: LocationFileName, in the requested
+// directory, names the cluster's directory in the temporary area; the
+// checkout file there names the requested directory it belongs to.
+const (
+	LocationFileName   = "location"
+	relocatedPrefix    = "fos-pg-"
+	relocatedOwnerFile = "checkout"
+)
+
+// relocate picks the directory of a cluster that cannot live in p.dir
+// because the postgres OS user cannot reach it (blocked is the ancestor in
+// the way, e.g. root's 0700 home): a directory fos-pg-XXXXXX in the system's
+// temporary area, owned by that user, recorded in p.dir/location. The same
+// directory is used while p.dir/location exists; once p.dir (or .fos/) is
+// removed, the next start removes the old cluster of this checkout and
+// makes a new one, so the cluster goes with .fos/.
+func (p *Postgres) relocate(blocked string) (string, error) {
+	tmp, err := relocationArea(p.cred)
+	if err != nil {
+		return "", fmt.Errorf("devenv: the %q OS user, which runs PostgreSQL when fos runs as root, cannot reach %s (%s is not searchable by it) and %w", pgSuperuser, p.dir, blocked, err)
+	}
+	pointer := filepath.Join(p.dir, LocationFileName)
+	if b, err := os.ReadFile(pointer); err == nil {
+		loc := strings.TrimSpace(string(b))
+		switch err := p.checkRelocated(tmp, loc); {
+		case err == nil:
+			p.logger.Info("the postgres OS user cannot reach the checkout; using the private cluster in the temporary area (it is removed with .fos/)",
+				"cluster_dir", loc, "unreachable", blocked)
+			return loc, nil
+		case errors.Is(err, fs.ErrNotExist):
+			p.logger.Warn("the private cluster in the temporary area is gone (cleared at reboot?); initializing a new one", "was", loc)
+		default:
+			return "", fmt.Errorf("devenv: %s names %s, which is not a private cluster of this checkout (%w); remove %s to start a new one", pointer, loc, err, pointer)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("devenv: read %s: %w", pointer, err)
+	}
+	p.removeAbandonedClusters(tmp)
+
+	loc, err := os.MkdirTemp(tmp, relocatedPrefix)
+	if err != nil {
+		return "", fmt.Errorf("devenv: create a cluster directory in %s: %w", tmp, err)
+	}
+	if err := os.WriteFile(filepath.Join(loc, relocatedOwnerFile), []byte(p.dir+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("devenv: write %s: %w", filepath.Join(loc, relocatedOwnerFile), err)
+	}
+	if err := os.Chown(loc, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+		return "", fmt.Errorf("devenv: give %s to the %q OS user: %w", loc, pgSuperuser, err)
+	}
+	body := loc + "\n"
+	if err := os.WriteFile(pointer, []byte(body), 0o644); err != nil {
+		_ = os.RemoveAll(loc)
+		return "", fmt.Errorf("devenv: write %s: %w", pointer, err)
+	}
+	p.logger.Info("the postgres OS user cannot reach the checkout; the private cluster lives in the temporary area instead (it is removed with .fos/)",
+		"cluster_dir", loc, "unreachable", blocked, "pointer", pointer)
+	return loc, nil
+}
+
+// relocationArea returns the system's temporary directory when the postgres
+// user can reach it, else /tmp.
+func relocationArea(cred *syscall.Credential) (string, error) {
+	for _, d := range []string{os.TempDir(), "/tmp"} {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			continue
+		}
+		st, err := os.Stat(abs)
+		if err != nil || !st.IsDir() {
+			continue
+		}
+		if blocked, err := unreachableAncestor(filepath.Join(abs, "x"), cred); err == nil && blocked == "" {
+			return abs, nil
+		}
+	}
+	return "", fmt.Errorf("neither %s nor /tmp is reachable by it either (chmod o+x the directory in the way, or set DATABASE_URL)", os.TempDir())
+}
+
+// checkRelocated verifies that loc is a cluster directory this checkout
+// made: directly in tmp, named fos-pg-*, a real directory (no symlink)
+// owned by the postgres user, writable by it alone, whose checkout file
+// names p.dir. A missing loc gives an error matching fs.ErrNotExist.
+func (p *Postgres) checkRelocated(tmp, loc string) error {
+	if filepath.Dir(loc) != tmp || !strings.HasPrefix(filepath.Base(loc), relocatedPrefix) {
+		return fmt.Errorf("not a %s* directory in %s", relocatedPrefix, tmp)
+	}
+	info, err := os.Lstat(loc)
+	if err != nil {
+		return err
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !info.IsDir() || !ok || st.Uid != p.cred.Uid || info.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("not a directory owned and writable only by the %q OS user", pgSuperuser)
+	}
+	owner, err := os.ReadFile(filepath.Join(loc, relocatedOwnerFile))
+	if err != nil || strings.TrimSpace(string(owner)) != p.dir {
+		return fmt.Errorf("its %s file does not name %s", relocatedOwnerFile, p.dir)
+	}
+	return nil
+}
+
+// removeAbandonedClusters removes the relocated clusters of this checkout
+// whose pointer file is gone (the user removed .fos/), unless a postmaster
+// still runs on one.
+func (p *Postgres) removeAbandonedClusters(tmp string) {
+	matches, _ := filepath.Glob(filepath.Join(tmp, relocatedPrefix+"*"))
+	for _, loc := range matches {
+		if p.checkRelocated(tmp, loc) != nil {
+			continue
+		}
+		other := &Postgres{dataDir: filepath.Join(loc, pgDataDirName)}
+		if b, err := os.ReadFile(filepath.Join(other.dataDir, "postmaster.pid")); err == nil {
+			first, _, _ := strings.Cut(string(b), "\n")
+			if pid, err := strconv.Atoi(strings.TrimSpace(first)); err == nil && other.isOurPostmaster(pid) {
+				p.logger.Warn("an earlier cluster of this checkout is still running; leaving it", "cluster_dir", loc, "pid", pid)
+				continue
+			}
+		}
+		if err := os.RemoveAll(loc); err != nil {
+			p.logger.Warn("remove an earlier cluster of this checkout", "cluster_dir", loc, "error", err)
+			continue
+		}
+		p.logger.Info("removed the private cluster of an earlier .fos/ of this checkout", "cluster_dir", loc)
+	}
 }
 
 func searchableBy(info os.FileInfo, cred *syscall.Credential) bool {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -94,5 +96,117 @@ func TestStartPostgres(t *testing.T) {
 	}
 	if err := pg2.Stop(ctx); err != nil {
 		t.Fatalf("Stop after restart: %v", err)
+	}
+}
+
+// TestStartPostgresFromPrivateHomeAsRoot is `make run` by root in a 0700
+// home: the postgres OS user cannot reach the checkout, so the cluster
+// lives in the temporary area, survives restarts, and goes with .fos/.
+func TestStartPostgresFromPrivateHomeAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: runs only as root (the postgres OS user then runs the cluster)")
+	}
+	if !HasPostgresBinaries() {
+		t.Skip("skipped: no PostgreSQL server binaries (initdb, pg_ctl, postgres) in PATH or /usr/lib/postgresql/*/bin")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	home := filepath.Join(t.TempDir(), "root-home")
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fosDir := filepath.Join(home, "fos", ".fos")
+	dir := filepath.Join(fosDir, "pg")
+	logger := testLogger(t)
+
+	pg, err := StartPostgres(ctx, dir, logger)
+	if err != nil {
+		t.Fatalf("StartPostgres from a 0700 home: %v", err)
+	}
+	loc := filepath.Dir(pg.DataDir())
+	t.Cleanup(func() { _ = os.RemoveAll(loc) })
+	t.Cleanup(func() { _ = pg.Stop(context.Background()) })
+	if strings.HasPrefix(loc, home) {
+		t.Fatalf("cluster %s is inside the unreachable home %s", loc, home)
+	}
+	pointer, err := os.ReadFile(filepath.Join(dir, LocationFileName))
+	if err != nil || strings.TrimSpace(string(pointer)) != loc {
+		t.Fatalf("%s = %q, %v; want %s", LocationFileName, pointer, err, loc)
+	}
+	info, err := os.Stat(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := info.Sys().(*syscall.Stat_t); st.Uid == 0 || info.Mode().Perm()&0o077 != 0 {
+		t.Fatalf("cluster dir %s: uid %d mode %v; want the postgres user's, 0700", loc, st.Uid, info.Mode().Perm())
+	}
+	execSQL(ctx, t, pg, "CREATE TABLE kept (v text)")
+	execSQL(ctx, t, pg, "INSERT INTO kept VALUES ('survives')")
+	if err := pg.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+
+	// A restart finds the same cluster.
+	pg2, err := StartPostgres(ctx, dir, logger)
+	if err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	t.Cleanup(func() { _ = pg2.Stop(context.Background()) })
+	if got := filepath.Dir(pg2.DataDir()); got != loc {
+		t.Fatalf("restart used %s, want %s", got, loc)
+	}
+	execSQL(ctx, t, pg2, "SELECT v FROM kept")
+	if err := pg2.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+
+	// Removing .fos/ discards the cluster: the next start removes the old
+	// directory and makes a fresh one.
+	if err := os.RemoveAll(fosDir); err != nil {
+		t.Fatal(err)
+	}
+	pg3, err := StartPostgres(ctx, dir, logger)
+	if err != nil {
+		t.Fatalf("start after removing .fos: %v", err)
+	}
+	loc3 := filepath.Dir(pg3.DataDir())
+	t.Cleanup(func() { _ = os.RemoveAll(loc3) })
+	t.Cleanup(func() { _ = pg3.Stop(context.Background()) })
+	if loc3 == loc {
+		t.Fatalf("start after removing .fos reused %s", loc)
+	}
+	if _, err := os.Stat(loc); !os.IsNotExist(err) {
+		t.Fatalf("old cluster %s still there after .fos/ was removed: %v", loc, err)
+	}
+	if err := pg3.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+
+	// A pointer naming a directory this checkout did not make is refused.
+	if err := os.WriteFile(filepath.Join(dir, LocationFileName), []byte(os.TempDir()+"/fos-pg-notours\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(os.TempDir(), "fos-pg-notours"), 0o700); err != nil && !os.IsExist(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(os.TempDir(), "fos-pg-notours")) })
+	if pg4, err := StartPostgres(ctx, dir, logger); err == nil {
+		_ = pg4.Stop(ctx)
+		t.Fatal("StartPostgres accepted a location that is not a cluster of this checkout")
+	} else {
+		t.Logf("foreign location refused: %v", err)
+	}
+}
+
+func execSQL(ctx context.Context, t *testing.T, pg *Postgres, sql string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatalf("connect %s: %v", pg.URL(), err)
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatalf("%s: %v", sql, err)
 	}
 }
