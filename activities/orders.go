@@ -272,6 +272,8 @@ func platformError(err error, src store.OrderSyncSource) error {
 		msg = fmt.Sprintf("order %s not found on %s", src.ExternalID, name)
 	case errors.Is(err, platforms.ErrUnauthorized):
 		msg = name + " refused its credentials"
+	case errors.Is(err, platforms.ErrNotAvailable):
+		msg = fmt.Sprintf("%s cannot sync: its platform connector is not available", name)
 	case errors.As(err, &pe):
 		msg = fmt.Sprintf("%s failed: %s (%s)", name, pe.Message, pe.Code)
 	default:

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,4 +337,38 @@ func TestRecordResyncFailureOnce(t *testing.T) {
 	res, err := f.acts.RecordResyncFailure(ctx, in)
 	require.NoError(t, err)
 	require.False(t, res.Recorded)
+}
+
+// With FOS_SANDBOX=0 a bridge type without a real connector fails its
+// resync at once, non-retryably, without a call to the sandbox, and the
+// failure is recorded on the order like other permanent platform errors.
+func TestResyncOrderConnectorNotAvailableIsPermanent(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	var sandboxCalls atomic.Int32
+	inner := f.sandbox.Config.Handler
+	f.sandbox.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sandboxCalls.Add(1)
+		inner.ServeHTTP(w, r)
+	})
+	f.acts.Platforms = platforms.NewProductionRegistry()
+	orderID := f.insertOrder(f.catalogID(0))
+
+	_, err := f.acts.ResyncOrder(ctx, f.input(orderID, "run-1"))
+	appErr := requireAppError(t, err, ErrTypePlatformPermanent, true)
+	require.True(t, errors.Is(err, platforms.ErrNotAvailable), "the platform error is the cause: %v", err)
+	require.Equal(t, `bridge "Acme Shop" cannot sync: its platform connector is not available`, appErr.Message())
+	require.Zero(t, sandboxCalls.Load(), "nothing may talk to the sandbox with FOS_SANDBOX=0")
+	require.Empty(t, f.activities(orderID, "sync"))
+
+	// What the OrderResync workflow then records.
+	_, err = f.acts.RecordResyncFailure(ctx, RecordResyncFailureInput{
+		OrganizationID: f.orgID.String(), OrderID: orderID.String(),
+		WorkflowID: "order-resync/" + orderID.String(), RunID: "run-1",
+		Error: appErr.Message(), ErrorType: appErr.Type(),
+	})
+	require.NoError(t, err)
+	acts := f.activities(orderID, "sync_failed")
+	require.Len(t, acts, 1)
+	require.Equal(t, `Re-sync from Acme Shop failed: bridge "Acme Shop" cannot sync: its platform connector is not available`, acts[0].Description)
 }

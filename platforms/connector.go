@@ -173,13 +173,16 @@ func (e *Error) Error() string {
 // Unwrap returns the underlying cause (a network or context error), if any.
 func (e *Error) Unwrap() error { return e.cause }
 
-// Is lets errors.Is match ErrOrderNotFound and ErrUnauthorized.
+// Is lets errors.Is match ErrOrderNotFound, ErrUnauthorized and
+// ErrNotAvailable.
 func (e *Error) Is(target error) bool {
 	switch target {
 	case ErrOrderNotFound:
 		return e.Code == CodeOrderNotFound
 	case ErrUnauthorized:
 		return e.Code == CodeUnauthorized || e.Code == CodeForbidden
+	case ErrNotAvailable:
+		return e.Code == CodeNotAvailable
 	}
 	return false
 }

@@ -10,5 +10,8 @@
 // whether a retry may help (network errors, 429, 5xx).
 //
 // NewSandboxConnector talks to the built-in sandbox platforms (package
-// sandboxapi) and is used for every bridge type while FOS_SANDBOX=1.
+// sandboxapi) and is used for every bridge type while FOS_SANDBOX=1. With
+// FOS_SANDBOX=0, NewProductionRegistry holds each type's real connector, or
+// one that fails non-retryably with ErrNotAvailable while the type has none:
+// nothing then talks to the sandbox.
 package platforms

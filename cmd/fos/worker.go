@@ -50,11 +50,15 @@ func newWorker(svc *services) sdkworker.Worker {
 	})
 }
 
-// platformRegistry picks the platform connectors. Until the real platform
-// adapters land, every bridge type talks to the sandbox (CONTRACT 8).
+// platformRegistry picks the platform connectors: the sandbox under
+// FOS_SANDBOX=1; otherwise each bridge type's real connector, or, while a
+// type has none, one whose tasks fail non-retryably as "not available".
+// With FOS_SANDBOX=0 nothing talks to the sandbox (CONTRACT 8b).
 func platformRegistry(cfg config.Config, log *slog.Logger) *platforms.Registry {
 	if !cfg.Sandbox {
-		log.Warn("FOS_SANDBOX=0 but no real platform adapters exist yet; bridges talk to the sandbox", "sandbox_url", cfg.SandboxURL)
+		reg := platforms.NewProductionRegistry()
+		log.Info("FOS_SANDBOX=0: bridge types without a real connector fail their tasks as not available", "bridge_types", reg.Types())
+		return reg
 	}
 	return platforms.NewSandboxRegistry(cfg.SandboxURL, &http.Client{Timeout: 30 * time.Second})
 }
