@@ -48,6 +48,15 @@ type Config struct {
 	LLMBaseURL  string
 	LLMAPIKey   string
 	LLMModel    string
+
+	// CarrierURLs holds the set CarrierURLVars (variable name to base URL);
+	// a missing one defaults to the sandbox prefix under Sandbox, else to
+	// the vendor's real host (see urls.go).
+	CarrierURLs map[string]string
+	// AllowPrivateURLs lets tenant-supplied URLs reach loopback, private,
+	// link-local and metadata addresses (FOS_ALLOW_PRIVATE_URLS; default
+	// only under `fos dev`).
+	AllowPrivateURLs bool
 }
 
 // Problems lists everything wrong with a configuration.
@@ -97,6 +106,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	default:
 		p = append(p, fmt.Sprintf("FOS_SANDBOX=%q: must be 1 or 0", sandbox))
 	}
+	p = append(p, loadURLs(&c, get, dev)...)
 	ttl := get("FOS_TOKEN_TTL", "12h")
 	if d, err := time.ParseDuration(ttl); err != nil || d <= 0 {
 		p = append(p, fmt.Sprintf("FOS_TOKEN_TTL=%q: must be a positive duration such as 12h", ttl))
@@ -127,6 +137,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 		if c.JWTSecret == "" && mode == ModeServe {
 			p = append(p, "FOS_JWT_SECRET is required (a long random string)")
 		}
+		p = append(p, checkSecrets(c)...)
 	}
 	if c.TemporalAddress != "" {
 		if _, _, err := net.SplitHostPort(c.TemporalAddress); err != nil {
