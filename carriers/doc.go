@@ -28,8 +28,11 @@
 //	carrier_b  https://onlinetools.ups.com   https://wwwcie.ups.com
 //	carrier_c  https://api.shipengine.com    (same host; test keys are told apart by the key)
 //
-// Config.BaseURLs overrides them. With Config.Sandbox every adapter, both
-// environments, uses Config.SandboxURL + "/carriers/<code>"; since the two
+// With Config.Sandbox every adapter, both environments, defaults to
+// Config.SandboxURL + "/carriers/<code>". Config.BaseURLs overrides either
+// default; EndpointsFromEnv builds it from FOS_CARRIER_A_URL,
+// FOS_CARRIER_A_TEST_URL, FOS_CARRIER_B_URL, FOS_CARRIER_B_TEST_URL and
+// FOS_CARRIER_C_URL (CONTRACT 8b). In sandbox mode, since the two
 // environments then share a URL, IsTest calls carry the header
 // X-Sandbox-Environment: test (sent only in sandbox mode).
 //

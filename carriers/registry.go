@@ -23,6 +23,39 @@ var DefaultEndpoints = map[string]Endpoints{
 	CarrierC: {Production: "https://api.shipengine.com", Test: "https://api.shipengine.com"},
 }
 
+// EndpointVars names, per carrier code, the environment variables that
+// replace the scheme and host of its production and test APIs (CONTRACT
+// 8b); Test is "" for carrier_c, whose one host serves both.
+var EndpointVars = map[string]Endpoints{
+	CarrierA: {Production: "FOS_CARRIER_A_URL", Test: "FOS_CARRIER_A_TEST_URL"},
+	CarrierB: {Production: "FOS_CARRIER_B_URL", Test: "FOS_CARRIER_B_TEST_URL"},
+	CarrierC: {Production: "FOS_CARRIER_C_URL"},
+}
+
+// EndpointsFromEnv resolves EndpointVars for Config.BaseURLs: a set
+// variable replaces its environment's base URL (paths stay the adapter's);
+// an unset one keeps the default, the sandbox's prefix for the carrier
+// under sandbox and the vendor's real host otherwise. With sandbox off no
+// default points at the sandbox. getenv returns validated values (package
+// config checks them).
+func EndpointsFromEnv(getenv func(string) string, sandbox bool, sandboxURL string) map[string]Endpoints {
+	out := make(map[string]Endpoints, len(EndpointVars))
+	for code, vars := range EndpointVars {
+		e := defaultEndpoints(sandbox, sandboxURL, code)
+		if v := strings.TrimSpace(getenv(vars.Production)); v != "" {
+			e.Production = v
+		}
+		switch {
+		case vars.Test == "":
+			e.Test = e.Production
+		case strings.TrimSpace(getenv(vars.Test)) != "":
+			e.Test = strings.TrimSpace(getenv(vars.Test))
+		}
+		out[code] = e
+	}
+	return out
+}
+
 // Environment variables read by CarrierAConfigFromEnv.
 const (
 	EnvCarrierAClientID         = "FOS_CARRIER_A_CLIENT_ID"
@@ -70,14 +103,17 @@ func CarrierAConfigFromEnv(getenv func(string) string) CarrierAConfig {
 type Config struct {
 	// Sandbox points every adapter, production and test environment alike,
 	// at SandboxURL + "/carriers/<code>" (the built-in sandbox, package
-	// sandboxapi). BaseURLs is ignored then.
+	// sandboxapi) unless BaseURLs says otherwise. Without Sandbox,
+	// SandboxURL is never used.
 	Sandbox    bool
 	SandboxURL string
 	// HTTPClient is used for every call; nil (or a zero Timeout) gets
 	// DefaultHTTPTimeout.
 	HTTPClient *http.Client
-	// BaseURLs overrides DefaultEndpoints per carrier code (outside sandbox
-	// mode). An empty Test falls back to Production.
+	// BaseURLs overrides the default endpoints (DefaultEndpoints, or the
+	// sandbox prefix under Sandbox) per carrier code; an entry with an
+	// empty Production is ignored, an empty Test falls back to Production.
+	// EndpointsFromEnv builds it from CONTRACT 8b's variables.
 	BaseURLs map[string]Endpoints
 	// CarrierA holds the service's carrier_a project credentials. In
 	// sandbox mode empty values default to SandboxClientID /
@@ -143,14 +179,7 @@ func NewRegistry(cfg Config) *Registry {
 }
 
 func endpointsFor(cfg Config, code string) Endpoints {
-	if cfg.Sandbox {
-		u := strings.TrimRight(cfg.SandboxURL, "/") + "/carriers/" + code
-		if strings.TrimSpace(cfg.SandboxURL) == "" {
-			u = ""
-		}
-		return Endpoints{Production: u, Test: u}
-	}
-	e := DefaultEndpoints[code]
+	e := defaultEndpoints(cfg.Sandbox, cfg.SandboxURL, code)
 	if o, ok := cfg.BaseURLs[code]; ok && o.Production != "" {
 		e = o
 	}
@@ -160,6 +189,20 @@ func endpointsFor(cfg Config, code string) Endpoints {
 	e.Production = strings.TrimRight(e.Production, "/")
 	e.Test = strings.TrimRight(e.Test, "/")
 	return e
+}
+
+// defaultEndpoints is a carrier's base URLs when nothing overrides them:
+// the sandbox's prefix for it under sandbox ("" without a sandbox URL),
+// else the vendor's real hosts.
+func defaultEndpoints(sandbox bool, sandboxURL, code string) Endpoints {
+	if !sandbox {
+		return DefaultEndpoints[code]
+	}
+	if strings.TrimSpace(sandboxURL) == "" {
+		return Endpoints{}
+	}
+	u := strings.TrimRight(sandboxURL, "/") + "/carriers/" + code
+	return Endpoints{Production: u, Test: u}
 }
 
 // Get returns the adapter of a carrier code, or an *Error matching

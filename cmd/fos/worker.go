@@ -79,11 +79,18 @@ func ensureSchedules(ctx context.Context, svc *services) error {
 }
 
 // carrierRegistry builds the carrier adapters: the real carriers' APIs, or
-// the built-in sandbox under FOS_SANDBOX=1.
+// the built-in sandbox under FOS_SANDBOX=1, each replaceable by its
+// FOS_CARRIER_*_URL variable (CONTRACT 8b). With FOS_SANDBOX=0 the sandbox
+// URL is not given to the adapters at all.
 func carrierRegistry(cfg config.Config) *carriers.Registry {
+	sandboxURL := ""
+	if cfg.Sandbox {
+		sandboxURL = cfg.SandboxURL
+	}
 	return carriers.NewRegistry(carriers.Config{
 		Sandbox:    cfg.Sandbox,
-		SandboxURL: cfg.SandboxURL,
+		SandboxURL: sandboxURL,
+		BaseURLs:   carriers.EndpointsFromEnv(func(k string) string { return cfg.CarrierURLs[k] }, cfg.Sandbox, sandboxURL),
 		HTTPClient: &http.Client{Timeout: 30 * time.Second},
 		CarrierA:   carriers.CarrierAConfigFromEnv(os.Getenv),
 	})
