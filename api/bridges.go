@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fos-dev/fos/netguard"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
 )
@@ -177,6 +178,7 @@ func (s *Server) createBridge(w http.ResponseWriter, r *http.Request) error {
 		cfg, errs = platforms.NormalizeConfig(*req.Type, req.Config)
 		addConfigErrors(&v, errs)
 		dropRedacted(cfg)
+		s.checkURLFields(&v, *req.Type, cfg)
 		for _, k := range platforms.MissingRequired(*req.Type, cfg) {
 			if !hasDetail(v.details, "config."+k) {
 				v.add("config."+k, "is required")
@@ -205,6 +207,27 @@ func (s *Server) createBridge(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeData(w, http.StatusCreated, s.toBridgeJSON(r, b))
 	return nil
+}
+
+// checkURLFields validates the URL fields of a bridge config (storefront_b's
+// storeUrl): an absolute http(s) URL that, unless FOS_ALLOW_PRIVATE_URLS,
+// names no loopback, private, link-local or metadata address or local name
+// (CONTRACT 8b). Names that resolve to such addresses are refused when
+// dialed (netguard.NewClient).
+func (s *Server) checkURLFields(v *validator, bridgeType string, cfg map[string]any) {
+	bt, ok := platforms.TypeBySlug(bridgeType)
+	if !ok {
+		return
+	}
+	for _, f := range bt.ConfigFields {
+		u, isString := cfg[f.Key].(string)
+		if f.Type != platforms.FieldTypeURL || !isString || u == "" || hasDetail(v.details, "config."+f.Key) {
+			continue
+		}
+		if err := netguard.CheckURL(u, s.allowPrivateURLs); err != nil {
+			v.add("config."+f.Key, err.Error())
+		}
+	}
 }
 
 func hasDetail(details []FieldError, field string) bool {
@@ -255,6 +278,7 @@ func (s *Server) updateBridge(w http.ResponseWriter, r *http.Request) error {
 			update, errs := platforms.NormalizeConfig(b.Type, req.Config)
 			addConfigErrors(&v, errs)
 			dropRedacted(update)
+			s.checkURLFields(&v, b.Type, update)
 			full, err := store.BridgeFullConfig(s.secrets, b)
 			if err != nil {
 				return err

@@ -44,6 +44,10 @@ type Deps struct {
 	// OrderHooks runs after an order is created (split rules, dispatchers);
 	// nil means rules.Noop.
 	OrderHooks rules.OrderHooks
+	// AllowPrivateURLs accepts tenant-supplied URLs (a storeUrl) that
+	// point at loopback, private, link-local or metadata addresses
+	// (FOS_ALLOW_PRIVATE_URLS; fos dev only by default).
+	AllowPrivateURLs bool
 }
 
 // Server holds the handlers' dependencies.
@@ -65,6 +69,8 @@ type Server struct {
 	keyUse      keyUseRecorder
 	// orderHooks is never nil.
 	orderHooks rules.OrderHooks
+	// allowPrivateURLs: see Deps.AllowPrivateURLs.
+	allowPrivateURLs bool
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -74,7 +80,7 @@ func NewRouter(d Deps) http.Handler {
 		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
 		carriers: d.Carriers, temporal: d.Temporal, taskQueue: d.TaskQueue,
 		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
-		orderHooks: d.OrderHooks,
+		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs,
 	}
 	if s.orderHooks == nil {
 		s.orderHooks = rules.Noop{}

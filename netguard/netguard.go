@@ -130,10 +130,20 @@ func CheckURL(raw string, allowPrivate bool) error {
 		return nil
 	}
 	if err := CheckHost(u.Hostname()); err != nil {
-		return fmt.Errorf("must not point to a loopback, private, link-local or metadata address: %w", err)
+		return forbiddenURLError{}
 	}
 	return nil
 }
+
+// forbiddenURLError is CheckURL's refusal of a host: a field message that
+// matches ErrForbiddenAddress.
+type forbiddenURLError struct{}
+
+func (forbiddenURLError) Error() string {
+	return "must not point to a loopback, private, link-local or metadata address"
+}
+
+func (forbiddenURLError) Is(target error) bool { return target == ErrForbiddenAddress }
 
 // CheckHost refuses a host that is a forbidden literal IP address, a
 // local name (localhost, *.localhost, metadata names), or a numeric form

@@ -88,6 +88,8 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		TaskQueue:   svc.cfg.TaskQueue,
 		Mailer:      mailer,
 		BaseURL:     svc.cfg.BaseURL,
+
+		AllowPrivateURLs: svc.cfg.AllowPrivateURLs,
 	}
 }
 
