@@ -58,6 +58,13 @@ type stack struct {
 // of the carrier registry (e.g. carrierstest doubles).
 func start(t testing.TB, wrap ...func(*carriers.Registry) *carriers.Registry) *stack {
 	t.Helper()
+	return startWith(t, nil, wrap...)
+}
+
+// startWith is start with the worker's platform connectors given (nil: the
+// sandbox's).
+func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Registry) *carriers.Registry) *stack {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -87,10 +94,13 @@ func start(t testing.TB, wrap ...func(*carriers.Registry) *carriers.Registry) *s
 	// Idempotent.
 	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
 
+	if plat == nil {
+		plat = platforms.NewSandboxRegistry(sb.URL, sb.Client())
+	}
 	w := worker.New(c, taskQueue, worker.Deps{
 		Store:     st,
 		Secrets:   box,
-		Platforms: platforms.NewSandboxRegistry(sb.URL, sb.Client()),
+		Platforms: plat,
 		Carriers:  reg,
 		Logger:    logger,
 	})
