@@ -18,9 +18,13 @@ help:
 	@echo "make lint   - go vet and gofmt"
 	@echo "make reset  - remove .fos/ (local data, keys) and its PostgreSQL cluster, wherever it lives"
 
+# e.g. make run RUN_FLAGS="--temporal-addr 127.0.0.1:17233 --ui-addr 127.0.0.1:18233"
+# (with FOS_HTTP_ADDR / FOS_SANDBOX_ADDR) to run beside another stack.
+RUN_FLAGS ?=
+
 run:
 	./scripts/ensure-postgres.sh
-	$(GO) run ./cmd/fos dev --seed
+	$(GO) run ./cmd/fos dev --seed $(RUN_FLAGS)
 
 test:
 	./scripts/test-postgres.sh $(GO) test $(GO_TEST_FLAGS) $(PKGS)
