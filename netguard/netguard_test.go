@@ -1,6 +1,7 @@
 package netguard
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -143,4 +144,86 @@ func TestClientRefusesLoopbackAtDialTime(t *testing.T) {
 	if hits != 1 {
 		t.Fatalf("unguarded client: %d hits, want 1", hits)
 	}
+}
+
+// fakeDNS answers every A query with ip and every other query with no
+// records: a name the attacker controls, rebound to a private address.
+func fakeDNS(t *testing.T, ip net.IP) *net.Resolver {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, addr, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := buf[:n]
+			// Header (12 bytes), then one question: name labels, type, class.
+			i := 12
+			for i < len(q) && q[i] != 0 {
+				i += int(q[i]) + 1
+			}
+			if i+5 > len(q) {
+				continue
+			}
+			qEnd := i + 5
+			qtype := int(q[i+1])<<8 | int(q[i+2])
+			resp := append([]byte{}, q[:2]...)                      // id
+			resp = append(resp, 0x81, 0x80, 0, 1, 0, 0, 0, 0, 0, 0) // response, RD+RA, 1 question
+			resp = append(resp, q[12:qEnd]...)
+			if qtype == 1 { // A
+				resp[7] = 1
+				resp = append(resp, 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4)
+				resp = append(resp, ip.To4()...)
+			}
+			_, _ = pc.WriteTo(resp, addr)
+		}
+	}()
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+}
+
+// A public-looking name that resolves to loopback when dialed (DNS
+// rebinding after validation) is refused by the guarded dialer, which
+// checks the resolved address; CheckURL alone lets the name through.
+func TestDialerRefusesNameRebindingToLoopback(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	port := strconv.Itoa(srv.Listener.Addr().(*net.TCPAddr).Port)
+	res := fakeDNS(t, net.IPv4(127, 0, 0, 1))
+	ctx := context.Background()
+
+	addrs, err := res.LookupHost(ctx, "shop.rebind.example")
+	if err != nil || len(addrs) != 1 || addrs[0] != "127.0.0.1" {
+		t.Fatalf("fake DNS: %v %v", addrs, err)
+	}
+	if err := CheckURL("https://shop.rebind.example:"+port+"/", false); err != nil {
+		t.Fatalf("CheckURL refused a name at validation time: %v", err)
+	}
+
+	d := NewDialer(false)
+	d.Resolver = res
+	conn, err := d.DialContext(ctx, "tcp", "shop.rebind.example:"+port)
+	if err == nil {
+		_ = conn.Close()
+		t.Fatal("guarded dialer connected to a name resolving to 127.0.0.1")
+	}
+	if !errors.Is(err, ErrForbiddenAddress) {
+		t.Fatalf("dial error = %v, want ErrForbiddenAddress", err)
+	}
+
+	d = NewDialer(true)
+	d.Resolver = res
+	conn, err = d.DialContext(ctx, "tcp", "shop.rebind.example:"+port)
+	if err != nil {
+		t.Fatalf("unguarded dialer: %v", err)
+	}
+	_ = conn.Close()
 }
