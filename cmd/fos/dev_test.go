@@ -33,9 +33,6 @@ func TestDevFromPrivateHomeAsRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: runs only as root (the postgres OS user then runs the cluster)")
 	}
-	if testing.Short() {
-		t.Skip("skipped in -short: starts the whole dev stack")
-	}
 	if !devenv.HasPostgresBinaries() {
 		t.Skip("skipped: no PostgreSQL server binaries")
 	}
