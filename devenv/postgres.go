@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -361,7 +362,7 @@ func (p *Postgres) relocate(blocked string) (string, error) {
 	pointer := filepath.Join(p.dir, LocationFileName)
 	if b, err := os.ReadFile(pointer); err == nil {
 		loc := strings.TrimSpace(string(b))
-		switch err := p.checkRelocated(tmp, loc); {
+		switch err := p.checkRelocated(loc); {
 		case err == nil:
 			p.logger.Info("the postgres OS user cannot reach the checkout; using the private cluster in the temporary area (it is removed with .fos/)",
 				"cluster_dir", loc, "unreachable", blocked)
@@ -399,11 +400,7 @@ func (p *Postgres) relocate(blocked string) (string, error) {
 // relocationArea returns the system's temporary directory when the postgres
 // user can reach it, else /tmp.
 func relocationArea(cred *syscall.Credential) (string, error) {
-	for _, d := range []string{os.TempDir(), "/tmp"} {
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			continue
-		}
+	for _, abs := range relocationCandidates() {
 		st, err := os.Stat(abs)
 		if err != nil || !st.IsDir() {
 			continue
@@ -415,13 +412,23 @@ func relocationArea(cred *syscall.Credential) (string, error) {
 	return "", fmt.Errorf("neither %s nor /tmp is reachable by it either (chmod o+x the directory in the way, or set DATABASE_URL)", os.TempDir())
 }
 
+// relocationCandidates are the directories a relocated cluster may live
+// in: the system's temporary directory, then /tmp.
+func relocationCandidates() []string {
+	out := []string{"/tmp"}
+	if abs, err := filepath.Abs(os.TempDir()); err == nil && abs != "/tmp" {
+		out = []string{abs, "/tmp"}
+	}
+	return out
+}
+
 // checkRelocated verifies that loc is a cluster directory this checkout
-// made: directly in tmp, named fos-pg-*, a real directory (no symlink)
+// made: directly in a relocationCandidates directory, named fos-pg-*, a real directory (no symlink)
 // owned by the postgres user, writable by it alone, whose checkout file
 // names p.dir. A missing loc gives an error matching fs.ErrNotExist.
-func (p *Postgres) checkRelocated(tmp, loc string) error {
-	if filepath.Dir(loc) != tmp || !strings.HasPrefix(filepath.Base(loc), relocatedPrefix) {
-		return fmt.Errorf("not a %s* directory in %s", relocatedPrefix, tmp)
+func (p *Postgres) checkRelocated(loc string) error {
+	if !slices.Contains(relocationCandidates(), filepath.Dir(loc)) || !strings.HasPrefix(filepath.Base(loc), relocatedPrefix) {
+		return fmt.Errorf("not a %s* directory in %s", relocatedPrefix, strings.Join(relocationCandidates(), " or "))
 	}
 	info, err := os.Lstat(loc)
 	if err != nil {
@@ -444,7 +451,7 @@ func (p *Postgres) checkRelocated(tmp, loc string) error {
 func (p *Postgres) removeAbandonedClusters(tmp string) {
 	matches, _ := filepath.Glob(filepath.Join(tmp, relocatedPrefix+"*"))
 	for _, loc := range matches {
-		if p.checkRelocated(tmp, loc) != nil {
+		if p.checkRelocated(loc) != nil {
 			continue
 		}
 		other := &Postgres{dataDir: filepath.Join(loc, pgDataDirName)}
