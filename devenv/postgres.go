@@ -382,9 +382,11 @@ func (p *Postgres) relocate(blocked string) (string, error) {
 		return "", fmt.Errorf("devenv: create a cluster directory in %s: %w", tmp, err)
 	}
 	if err := os.WriteFile(filepath.Join(loc, relocatedOwnerFile), []byte(p.dir+"\n"), 0o644); err != nil {
+		_ = os.RemoveAll(loc)
 		return "", fmt.Errorf("devenv: write %s: %w", filepath.Join(loc, relocatedOwnerFile), err)
 	}
 	if err := os.Chown(loc, int(p.cred.Uid), int(p.cred.Gid)); err != nil {
+		_ = os.RemoveAll(loc)
 		return "", fmt.Errorf("devenv: give %s to the %q OS user: %w", loc, pgSuperuser, err)
 	}
 	body := loc + "\n"
