@@ -94,7 +94,7 @@ func TestBaseURLsReplaceHostOnlyAndSandboxOff(t *testing.T) {
 		SandboxURL: "http://sandbox.invalid:8089",
 		HTTPClient: &http.Client{Transport: rt},
 		BaseURLs:   carriers.EndpointsFromEnv(func(k string) string { return env[k] }, false, "http://sandbox.invalid:8089"),
-		CarrierA:   carriers.CarrierAConfig{ClientID: "id", ClientSecret: "secret"},
+		CarrierA:   carriers.CarrierAConfig{ClientID: "id", ClientSecret: "secret", TestClientID: "test-id", TestClientSecret: "test-secret"},
 	})
 	for _, code := range carriers.Codes() {
 		acct := acctOf(code)
