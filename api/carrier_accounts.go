@@ -588,7 +588,8 @@ func (s *Server) registerCarrierA(w http.ResponseWriter, r *http.Request) error 
 
 	args := workflows.RegisterArgs{
 		CustomerName: customer, Address: addr, IsTest: isTest, NewAccount: ra.Created,
-		RequestedBy: workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name},
+		RequestedBy:  workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name},
+		MaxWrongPINs: s.limits.wrongPINs,
 	}
 	res, err := s.startCarrierARegistration(r, p.OrganizationID.String(), acctID, args)
 	if err != nil {
@@ -758,6 +759,9 @@ func (s *Server) requestCarrierAPIN(w http.ResponseWriter, r *http.Request) erro
 	}
 	a, err := s.carrierAStepAccount(r, &v, req.AccountID)
 	if err != nil {
+		return err
+	}
+	if err := s.limits.carrierPINAccount.check(a.ID.String()); err != nil {
 		return err
 	}
 	var res workflows.RequestPINResult

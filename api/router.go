@@ -14,6 +14,7 @@ import (
 
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
 	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
@@ -44,6 +45,8 @@ type Deps struct {
 	// OrderHooks runs after an order is created (split rules, dispatchers);
 	// nil means rules.Noop.
 	OrderHooks rules.OrderHooks
+	// Limits are the abuse limits; unset fields take their defaults.
+	Limits config.Limits
 }
 
 // Server holds the handlers' dependencies.
@@ -65,6 +68,7 @@ type Server struct {
 	keyUse      keyUseRecorder
 	// orderHooks is never nil.
 	orderHooks rules.OrderHooks
+	limits     *limiters
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -74,7 +78,7 @@ func NewRouter(d Deps) http.Handler {
 		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
 		carriers: d.Carriers, temporal: d.Temporal, taskQueue: d.TaskQueue,
 		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
-		orderHooks: d.OrderHooks,
+		orderHooks: d.OrderHooks, limits: newLimiters(d.Limits),
 	}
 	if s.orderHooks == nil {
 		s.orderHooks = rules.Noop{}
@@ -109,11 +113,11 @@ func NewRouter(d Deps) http.Handler {
 		// API keys: never under Idempotency-Key, so a key's secret is
 		// returned once and never stored.
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg)
+			r.Use(s.requireOrg, s.apiKeyBudget)
 			s.mountAPIKeys(r)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg, s.idempotency)
+			r.Use(s.requireOrg, s.apiKeyBudget, s.idempotency)
 			s.mountOrganizations(r)
 			s.mountBridges(r)
 			s.mountOrders(r)
@@ -132,11 +136,11 @@ func NewRouter(d Deps) http.Handler {
 		// API keys: never under Idempotency-Key, so a key's secret is
 		// returned once and never stored.
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg)
+			r.Use(s.requireOrg, s.apiKeyBudget)
 			s.mountAPIKeys(r)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg, s.idempotency)
+			r.Use(s.requireOrg, s.apiKeyBudget, s.idempotency)
 		})
 	})
 	return r

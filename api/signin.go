@@ -60,6 +60,9 @@ type signupRequest struct {
 }
 
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limits.signupIP.check(s.clientIP(r)); err != nil {
+		return err
+	}
 	var req signupRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -83,6 +86,9 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		v.length("organization_name", strings.TrimSpace(*req.OrganizationName), 1, 100)
 	}
 	if err := v.err(); err != nil {
+		return err
+	}
+	if err := s.limits.signupEmail.check(emailKey(*req.Email)); err != nil {
 		return err
 	}
 	hash, err := s.passwords.Hash(*req.Password)
@@ -124,6 +130,9 @@ type loginRequest struct {
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limits.loginIP.check(s.clientIP(r)); err != nil {
+		return err
+	}
 	var req loginRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -134,6 +143,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		v.add("password", "is required")
 	}
 	if err := v.err(); err != nil {
+		return err
+	}
+	if err := s.limits.loginEmail.check(emailKey(*req.Email)); err != nil {
 		return err
 	}
 	wrong := errUnauthorized("wrong e-mail or password")

@@ -88,6 +88,7 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		TaskQueue:   svc.cfg.TaskQueue,
 		Mailer:      mailer,
 		BaseURL:     svc.cfg.BaseURL,
+		Limits:      svc.cfg.Limits,
 	}
 }
 
