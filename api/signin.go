@@ -95,10 +95,15 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	user, err := store.CreateUser(r.Context(), s.store.Pool, store.User{
+	var orgName *string
+	if req.OrganizationName != nil {
+		name := strings.TrimSpace(*req.OrganizationName)
+		orgName = &name
+	}
+	user, o, err := store.Signup(r.Context(), s.store, store.User{
 		ID: uuid.New(), Email: strings.TrimSpace(*req.Email), PasswordHash: hash,
 		FirstName: strings.TrimSpace(*req.FirstName), LastName: strings.TrimSpace(*req.LastName),
-	})
+	}, orgName)
 	if errors.Is(err, store.ErrConflict) {
 		return errConflict("an account with this e-mail already exists")
 	}
@@ -106,12 +111,8 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var org *organizationJSON
-	if req.OrganizationName != nil {
-		o, err := store.CreateOrganization(r.Context(), s.store, strings.TrimSpace(*req.OrganizationName), user.ID)
-		if err != nil {
-			return err
-		}
-		oj := toOrganizationJSON(o)
+	if o != nil {
+		oj := toOrganizationJSON(*o)
 		org = &oj
 	}
 	token, exp, err := s.tokens.Issue(user.ID)
