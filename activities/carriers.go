@@ -254,7 +254,7 @@ func (a *CarrierAccountActivities) EndCarrierRegistration(ctx context.Context, i
 	if in.DeleteAccount {
 		changed, err = store.DeletePendingCarrierAccount(ctx, a.Store.Pool, orgID, acctID)
 	} else {
-		changed, err = store.EndCarrierRegistration(ctx, a.Store.Pool, orgID, acctID, runID, in.Message)
+		changed, err = store.EndCarrierRegistration(ctx, a.Store.Pool, orgID, acctID, runID, TenantText(in.Message))
 	}
 	if err != nil {
 		return EndCarrierRegistrationResult{}, fmt.Errorf("end registration of carrier account %s: %w", in.AccountID, err)
@@ -384,7 +384,7 @@ func (a *CarrierAccountActivities) registrar() (carriers.Registrar, error) {
 	}
 	reg, err := a.Carriers.Registrar(carriers.CarrierA)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRegistrationCarrierUnavailable, nil)
+		return nil, temporal.NewNonRetryableApplicationError(TenantMessage(err), ErrTypeRegistrationCarrierUnavailable, nil)
 	}
 	return reg, nil
 }
@@ -411,11 +411,13 @@ func registrationError(err error) error {
 }
 
 // carrierMessage is the carrier's own message of an adapter error.
+// Network and decoding failures, and anything that is not a carrier's
+// answer, become TenantMessage's stable sentence.
 func carrierMessage(err error) string {
-	if ce, ok := carriers.AsError(err); ok && ce.Message != "" {
-		return ce.Message
+	if ce, ok := carriers.AsError(err); ok && ce.Message != "" && ce.Code != carriers.ErrCodeNetwork && ce.Code != carriers.ErrCodeBadResponse {
+		return TenantText(ce.Message)
 	}
-	return err.Error()
+	return TenantMessage(err)
 }
 
 func accountGone(id string) error {

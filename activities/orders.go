@@ -207,7 +207,7 @@ func (a *OrderActivities) RecordResyncFailure(ctx context.Context, in RecordResy
 	meta := map[string]any{
 		"workflowId":  wfID,
 		"runId":       runID,
-		"error":       in.Error,
+		"error":       TenantText(in.Error),
 		"errorType":   in.ErrorType,
 		"requestedBy": in.RequestedBy,
 		"bridgeId":    nil,
@@ -217,7 +217,7 @@ func (a *OrderActivities) RecordResyncFailure(ctx context.Context, in RecordResy
 		meta["bridgeId"] = src.BridgeID.String()
 	}
 	if in.Error != "" {
-		desc += ": " + in.Error
+		desc += ": " + TenantText(in.Error)
 	}
 	err = store.RecordOrderSyncFailure(ctx, a.Store.Pool, orgID, orderID, store.OrderSyncActivity{
 		ID:          OrderActivityID(wfID, runID, store.OrderSyncFailedActivityType),
@@ -273,9 +273,9 @@ func platformError(err error, src store.OrderSyncSource) error {
 	case errors.Is(err, platforms.ErrUnauthorized):
 		msg = name + " refused its credentials"
 	case errors.As(err, &pe):
-		msg = fmt.Sprintf("%s failed: %s (%s)", name, pe.Message, pe.Code)
+		msg = fmt.Sprintf("%s failed: %s", name, platformMessage(pe))
 	default:
-		msg = fmt.Sprintf("%s failed: %v", name, err)
+		msg = fmt.Sprintf("%s failed: %s", name, TenantMessage(err))
 	}
 	if !platforms.IsRetryable(err) {
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePlatformPermanent, err)

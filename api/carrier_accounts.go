@@ -439,12 +439,12 @@ func (s *Server) testCarrierAccount(w http.ResponseWriter, r *http.Request) erro
 // and code (never a credential: adapters do not put them in errors).
 func carrierAccountTestMessage(err error) string {
 	ce, ok := carriers.AsError(err)
-	if !ok {
-		return err.Error()
+	if !ok || ce.Code == carriers.ErrCodeNetwork || ce.Code == carriers.ErrCodeBadResponse {
+		return activities.TenantMessage(err)
 	}
-	msg := ce.Message
+	msg := activities.TenantText(ce.Message)
 	if msg == "" {
-		msg = ce.Error()
+		msg = activities.TenantText(ce.Error())
 	}
 	if ce.Code != "" && !strings.Contains(msg, ce.Code) {
 		msg += " (" + ce.Code + ")"
