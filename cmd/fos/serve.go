@@ -73,7 +73,12 @@ func newMailer(cfg config.Config, log *slog.Logger) (email.Sender, error) {
 	if cfg.SMTPURL == "" {
 		return email.LogSender{Log: log}, nil
 	}
-	return email.NewSMTPSender(cfg.SMTPURL, cfg.MailFrom)
+	s, err := email.NewSMTPSender(cfg.SMTPURL, cfg.MailFrom)
+	if err != nil {
+		return nil, err
+	}
+	s.Insecure = cfg.SMTPInsecure
+	return s, nil
 }
 
 func apiDeps(svc *services, mailer email.Sender) api.Deps {
