@@ -248,7 +248,7 @@ func (a *OrderActivities) connectorBridge(src store.OrderSyncSource) (platforms.
 		if a.Secrets == nil {
 			return platforms.Bridge{}, temporal.NewNonRetryableApplicationError("bridge credentials cannot be opened: no encryption key configured", ErrTypeBridgeUnavailable, nil)
 		}
-		creds, err := a.Secrets.OpenJSON(src.BridgeCredentials)
+		creds, err := a.Secrets.OpenJSON(src.BridgeCredentials, store.BridgeCredentialsAD(src.OrganizationID, *src.BridgeID))
 		if err != nil {
 			return platforms.Bridge{}, temporal.NewNonRetryableApplicationError("bridge credentials cannot be opened", ErrTypeBridgeUnavailable, err)
 		}

@@ -55,7 +55,7 @@ func newFixture(t *testing.T, creds map[string]any) *fixture {
 	if creds == nil {
 		creds = map[string]any{"accessToken": "shpat_test"}
 	}
-	sealed, err := box.SealJSON(creds)
+	sealed, err := box.SealJSON(creds, store.BridgeCredentialsAD(f.orgID, f.bridgeID))
 	require.NoError(t, err)
 	_, err = st.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name, config, credentials)
 		VALUES ($1, $2, 'storefront_a', 'Acme Shop', $3, $4)`, f.bridgeID, f.orgID, map[string]any{"shopDomain": f.shop}, sealed)

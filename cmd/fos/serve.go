@@ -49,6 +49,12 @@ func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
+	// Re-seal secrets stored in the old format (idempotent, see
+	// store.UpgradeSecrets) before anything reads them.
+	if _, err := store.UpgradeSecrets(ctx, st, box, log); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("upgrade stored secrets: %w", err)
+	}
 	tc, err := dialTemporal(ctx, cfg, log)
 	if err != nil {
 		st.Close()
