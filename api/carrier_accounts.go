@@ -659,7 +659,7 @@ func (s *Server) carrierARegistrationError(r *http.Request, err error) error {
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &appErr):
-		msg := appErr.Message()
+		msg := activities.TenantText(appErr.Message())
 		switch appErr.Type() {
 		case workflows.ErrTypeRegistrationNotWaiting, workflows.ErrTypeRegistrationExpired:
 			return errConflict(msg)
