@@ -208,3 +208,19 @@ func TestLimiterSetEvictsIdleKeys(t *testing.T) {
 	}
 	require.LessOrEqual(t, ls.size(), 10)
 }
+
+// Behind a trusted proxy, each client behind it has its own allowance, and
+// what a client writes into X-Forwarded-For itself is not believed.
+func TestRateLimitBehindTrustedProxy(t *testing.T) {
+	e := limitedEnv(t, config.Limits{LoginPerIP: per(2, time.Hour), TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	login := func(xff string) *response {
+		return e.from("10.0.0.1:5000", caller{}, "POST", "/api/v1/auth/login",
+			map[string]any{"email": uuid.NewString()[:8] + "@example.com", "password": "wrong password"}, "X-Forwarded-For", xff)
+	}
+	require.Equal(t, 401, login("198.51.100.20").Code)
+	// The client prepends an address of its choice: the proxy appended the real one.
+	require.Equal(t, 401, login("192.0.2.99, 198.51.100.20").Code)
+	requireLimited(t, login("192.0.2.98, 198.51.100.20"))
+	// Another client behind the same proxy.
+	require.Equal(t, 401, login("198.51.100.21").Code)
+}
