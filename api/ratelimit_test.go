@@ -224,3 +224,16 @@ func TestRateLimitBehindTrustedProxy(t *testing.T) {
 	// Another client behind the same proxy.
 	require.Equal(t, 401, login("198.51.100.21").Code)
 }
+
+// BenchmarkLimiterSetAllow is the per-request cost of a budget check (one
+// key, contended by every goroutine, as one busy API key is).
+func BenchmarkLimiterSetAllow(b *testing.B) {
+	ls := newLimiterSet("requests", config.Rate{Events: 1 << 30, Per: time.Second})
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if ok, _ := ls.allow("key", time.Now()); !ok {
+				b.Error("refused")
+			}
+		}
+	})
+}
