@@ -74,12 +74,12 @@ func UpgradeSecrets(ctx context.Context, s *Store, box *secrets.Box, log *slog.L
 			query, update string
 			ad            func(org, id uuid.UUID) secrets.AD
 		}{
-			{`SELECT organization_id, id, credentials, NULL::bytea FROM bridges WHERE credentials IS NOT NULL FOR UPDATE`,
-				`UPDATE bridges SET credentials = $2 WHERE id = $1`, BridgeCredentialsAD},
-			{`SELECT organization_id, id, credentials, account_number_digest FROM carrier_accounts WHERE credentials IS NOT NULL FOR UPDATE`,
-				`UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, CarrierAccountCredentialsAD},
-			{`SELECT organization_id, carrier_account_id, state, NULL::bytea FROM carrier_registrations FOR UPDATE`,
-				`UPDATE carrier_registrations SET state = $2 WHERE carrier_account_id = $1`, CarrierRegistrationStateAD},
+			{`SELECT organization_id, id, credentials, NULL::bytea FROM bridges WHERE credentials IS NOT NULL`,
+				`UPDATE bridges SET credentials = $2 WHERE id = $1 AND credentials = $3`, BridgeCredentialsAD},
+			{`SELECT organization_id, id, credentials, account_number_digest FROM carrier_accounts WHERE credentials IS NOT NULL`,
+				`UPDATE carrier_accounts SET credentials = $2 WHERE id = $1 AND credentials = $3`, CarrierAccountCredentialsAD},
+			{`SELECT organization_id, carrier_account_id, state, NULL::bytea FROM carrier_registrations`,
+				`UPDATE carrier_registrations SET state = $2 WHERE carrier_account_id = $1 AND state = $3`, CarrierRegistrationStateAD},
 		} {
 			if err := upgradeSealed(ctx, tx, box, log, t.query, t.update, t.ad, &rep); err != nil {
 				return err
@@ -121,10 +121,14 @@ func upgradeSealed(ctx context.Context, tx pgx.Tx, box *secrets.Box, log *slog.L
 				}
 				continue
 			}
-			if _, err := tx.Exec(ctx, update, x.id, box.Seal(plain, ad)); err != nil {
+			// Conditional on the value read: a row the service rewrote
+			// meanwhile (already current) is left as it is. No row is locked
+			// while the others are read.
+			tag, err := tx.Exec(ctx, update, x.id, box.Seal(plain, ad), x.sealed)
+			if err != nil {
 				return mapErr(err)
 			}
-			rep.Resealed++
+			rep.Resealed += int(tag.RowsAffected())
 		}
 		if len(x.digest) == 0 {
 			continue
@@ -138,10 +142,11 @@ func upgradeSealed(ctx context.Context, tx pgx.Tx, box *secrets.Box, log *slog.L
 			continue
 		}
 		if d := CarrierAccountNumberDigest(box, number); !bytes.Equal(d, x.digest) {
-			if _, err := tx.Exec(ctx, `UPDATE carrier_accounts SET account_number_digest = $2 WHERE id = $1`, x.id, d); err != nil {
+			tag, err := tx.Exec(ctx, `UPDATE carrier_accounts SET account_number_digest = $2 WHERE id = $1 AND account_number_digest = $3`, x.id, d, x.digest)
+			if err != nil {
 				return mapErr(err)
 			}
-			rep.Rehashed++
+			rep.Rehashed += int(tag.RowsAffected())
 		}
 	}
 	return nil
