@@ -129,7 +129,7 @@ func (a *CarrierAccountActivities) RegisterCarrierAccount(ctx context.Context, i
 	if err != nil {
 		return RegisterCarrierAccountResult{}, err
 	}
-	if err := store.SaveCarrierRegistration(ctx, a.Store.Pool, orgID, acctID, runID, a.Secrets.Seal(raw), in.IsTest); err != nil {
+	if err := store.SaveCarrierRegistration(ctx, a.Store.Pool, orgID, acctID, runID, a.Secrets.Seal(raw, store.CarrierRegistrationStateAD(orgID, acctID)), in.IsTest); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return RegisterCarrierAccountResult{}, accountGone(in.AccountID)
 		}
@@ -254,7 +254,7 @@ func (a *CarrierAccountActivities) EndCarrierRegistration(ctx context.Context, i
 	if in.DeleteAccount {
 		changed, err = store.DeletePendingCarrierAccount(ctx, a.Store.Pool, orgID, acctID)
 	} else {
-		changed, err = store.EndCarrierRegistration(ctx, a.Store.Pool, orgID, acctID, runID, in.Message)
+		changed, err = store.EndCarrierRegistration(ctx, a.Store.Pool, orgID, acctID, runID, TenantText(in.Message))
 	}
 	if err != nil {
 		return EndCarrierRegistrationResult{}, fmt.Errorf("end registration of carrier account %s: %w", in.AccountID, err)
@@ -295,7 +295,7 @@ func (a *CarrierAccountActivities) session(ctx context.Context, orgIDs, acctIDs,
 	if err != nil {
 		return registrationSession{}, fmt.Errorf("read registration of carrier account %s: %w", acctIDs, err)
 	}
-	raw, err := a.Secrets.Open(sealed)
+	raw, err := a.Secrets.Open(sealed, store.CarrierRegistrationStateAD(orgID, acctID))
 	if err != nil {
 		return registrationSession{}, temporal.NewNonRetryableApplicationError("the registration session cannot be opened (encryption key changed); register the account again", ErrTypeRegistrationSessionExpired, nil)
 	}
@@ -339,7 +339,7 @@ func (a *CarrierAccountActivities) verify(ctx context.Context, orgID, acctID, ru
 
 // complete stores the issued keys sealed and activates the account.
 func (a *CarrierAccountActivities) complete(ctx context.Context, acct store.CarrierAccount, number string, creds carriers.ChildCredentials, isTest bool) error {
-	sealed, err := a.Secrets.SealJSON(creds.AccountCredentials(number))
+	sealed, err := a.Secrets.SealJSON(creds.AccountCredentials(number), store.CarrierAccountCredentialsAD(acct.OrganizationID, acct.ID))
 	if err != nil {
 		return err
 	}
@@ -367,7 +367,7 @@ func (a *CarrierAccountActivities) registrationAccount(ctx context.Context, orgI
 	if a.Secrets == nil || len(acct.Credentials) == 0 {
 		return acct, "", temporal.NewNonRetryableApplicationError("carrier account "+acctID.String()+" has no account number", ErrTypeRegistrationAccountGone, nil)
 	}
-	creds, err := a.Secrets.OpenJSON(acct.Credentials)
+	creds, err := a.Secrets.OpenJSON(acct.Credentials, store.CarrierAccountCredentialsAD(orgID, acctID))
 	if err != nil {
 		return acct, "", temporal.NewNonRetryableApplicationError("the credentials of carrier account "+acctID.String()+" cannot be opened", ErrTypeRegistrationAccountGone, nil)
 	}
@@ -384,7 +384,7 @@ func (a *CarrierAccountActivities) registrar() (carriers.Registrar, error) {
 	}
 	reg, err := a.Carriers.Registrar(carriers.CarrierA)
 	if err != nil {
-		return nil, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRegistrationCarrierUnavailable, nil)
+		return nil, temporal.NewNonRetryableApplicationError(TenantMessage(err), ErrTypeRegistrationCarrierUnavailable, nil)
 	}
 	return reg, nil
 }
@@ -411,11 +411,13 @@ func registrationError(err error) error {
 }
 
 // carrierMessage is the carrier's own message of an adapter error.
+// Network and decoding failures, and anything that is not a carrier's
+// answer, become TenantMessage's stable sentence.
 func carrierMessage(err error) string {
-	if ce, ok := carriers.AsError(err); ok && ce.Message != "" {
-		return ce.Message
+	if ce, ok := carriers.AsError(err); ok && ce.Message != "" && ce.Code != carriers.ErrCodeNetwork && ce.Code != carriers.ErrCodeBadResponse {
+		return TenantText(ce.Message)
 	}
-	return err.Error()
+	return TenantMessage(err)
 }
 
 func accountGone(id string) error {

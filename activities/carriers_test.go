@@ -52,11 +52,11 @@ func newRegFixtureAt(t *testing.T, number, sandboxURL string) *regFixture {
 	ctx := context.Background()
 	_, err = st.Pool.Exec(ctx, `INSERT INTO organizations (id, name, slug) VALUES ($1, 'Acme', $2)`, f.orgID, "acme-"+f.orgID.String())
 	require.NoError(t, err)
-	sealed, err := box.SealJSON(map[string]any{"accountNumber": number})
+	sealed, err := box.SealJSON(map[string]any{"accountNumber": number}, store.CarrierAccountCredentialsAD(f.orgID, f.acctID))
 	require.NoError(t, err)
 	_, err = store.CreateCarrierAccount(ctx, st.Pool, store.CarrierAccount{
 		ID: f.acctID, OrganizationID: f.orgID, Name: "George", Carrier: carriers.CarrierA, Credentials: sealed,
-		AccountNumberDigest: store.CarrierAccountNumberDigest(number), Status: store.CarrierAccountPending,
+		AccountNumberDigest: store.CarrierAccountNumberDigest(box, number), Status: store.CarrierAccountPending,
 		SupportsRating: true, SupportsLabels: true, SupportsPickup: true,
 	})
 	require.NoError(t, err)
@@ -81,7 +81,7 @@ func (f *regFixture) account() store.CarrierAccount {
 
 func (f *regFixture) credentials() map[string]any {
 	f.t.Helper()
-	creds, err := f.box.OpenJSON(f.account().Credentials)
+	creds, err := f.box.OpenJSON(f.account().Credentials, store.CarrierAccountCredentialsAD(f.orgID, f.acctID))
 	require.NoError(f.t, err)
 	return creds
 }

@@ -207,7 +207,7 @@ func (a *OrderActivities) RecordResyncFailure(ctx context.Context, in RecordResy
 	meta := map[string]any{
 		"workflowId":  wfID,
 		"runId":       runID,
-		"error":       in.Error,
+		"error":       TenantText(in.Error),
 		"errorType":   in.ErrorType,
 		"requestedBy": in.RequestedBy,
 		"bridgeId":    nil,
@@ -217,7 +217,7 @@ func (a *OrderActivities) RecordResyncFailure(ctx context.Context, in RecordResy
 		meta["bridgeId"] = src.BridgeID.String()
 	}
 	if in.Error != "" {
-		desc += ": " + in.Error
+		desc += ": " + TenantText(in.Error)
 	}
 	err = store.RecordOrderSyncFailure(ctx, a.Store.Pool, orgID, orderID, store.OrderSyncActivity{
 		ID:          OrderActivityID(wfID, runID, store.OrderSyncFailedActivityType),
@@ -248,7 +248,7 @@ func (a *OrderActivities) connectorBridge(src store.OrderSyncSource) (platforms.
 		if a.Secrets == nil {
 			return platforms.Bridge{}, temporal.NewNonRetryableApplicationError("bridge credentials cannot be opened: no encryption key configured", ErrTypeBridgeUnavailable, nil)
 		}
-		creds, err := a.Secrets.OpenJSON(src.BridgeCredentials)
+		creds, err := a.Secrets.OpenJSON(src.BridgeCredentials, store.BridgeCredentialsAD(src.OrganizationID, *src.BridgeID))
 		if err != nil {
 			return platforms.Bridge{}, temporal.NewNonRetryableApplicationError("bridge credentials cannot be opened", ErrTypeBridgeUnavailable, err)
 		}
@@ -275,9 +275,9 @@ func platformError(err error, src store.OrderSyncSource) error {
 	case errors.Is(err, platforms.ErrNotAvailable):
 		msg = fmt.Sprintf("%s cannot sync: its platform connector is not available", name)
 	case errors.As(err, &pe):
-		msg = fmt.Sprintf("%s failed: %s (%s)", name, pe.Message, pe.Code)
+		msg = fmt.Sprintf("%s failed: %s", name, platformMessage(pe))
 	default:
-		msg = fmt.Sprintf("%s failed: %v", name, err)
+		msg = fmt.Sprintf("%s failed: %s", name, TenantMessage(err))
 	}
 	if !platforms.IsRetryable(err) {
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePlatformPermanent, err)

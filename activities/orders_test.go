@@ -57,7 +57,7 @@ func newFixture(t *testing.T, creds map[string]any) *fixture {
 	if creds == nil {
 		creds = map[string]any{"accessToken": "shpat_test"}
 	}
-	sealed, err := box.SealJSON(creds)
+	sealed, err := box.SealJSON(creds, store.BridgeCredentialsAD(f.orgID, f.bridgeID))
 	require.NoError(t, err)
 	_, err = st.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name, config, credentials)
 		VALUES ($1, $2, 'storefront_a', 'Acme Shop', $3, $4)`, f.bridgeID, f.orgID, map[string]any{"shopDomain": f.shop}, sealed)
@@ -371,4 +371,34 @@ func TestResyncOrderConnectorNotAvailableIsPermanent(t *testing.T) {
 	acts := f.activities(orderID, "sync_failed")
 	require.Len(t, acts, 1)
 	require.Equal(t, `Re-sync from Acme Shop failed: bridge "Acme Shop" cannot sync: its platform connector is not available`, acts[0].Description)
+}
+
+// A platform failure whose text names an internal address is recorded on
+// the order with a stable message; the text stays in the logs.
+func TestRecordResyncFailureHidesInternals(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, nil)
+	orderID := f.insertOrder("998")
+	refused, addr := refusedErr(t)
+	// What ResyncOrder's platformError makes of a network failure.
+	appErr := platformError(&platforms.Error{Code: platforms.CodeNetwork, Message: "platform unreachable: " + refused.Error(), Retryable: true},
+		store.OrderSyncSource{ExternalID: "998"})
+	var ae *temporal.ApplicationError
+	require.ErrorAs(t, appErr, &ae)
+	// The workflow records the message (failureOf), not the cause.
+	in := RecordResyncFailureInput{
+		OrganizationID: f.orgID.String(), OrderID: orderID.String(),
+		WorkflowID: "order-resync/" + orderID.String(), RunID: "run-1",
+		Error: ae.Message(), ErrorType: ErrTypePlatformUnavailable,
+	}
+	require.Equal(t, "the platform failed: the platform could not be reached", in.Error)
+	// Even a raw Go error text handed in is not stored.
+	in.Error = "bridge failed: " + refused.Error()
+	_, err := f.acts.RecordResyncFailure(ctx, in)
+	require.NoError(t, err)
+	acts := f.activities(orderID, "sync_failed")
+	require.Len(t, acts, 1)
+	require.NotContains(t, acts[0].Description, addr)
+	require.NotContains(t, acts[0].Description, "connection refused")
+	require.Equal(t, InternalFailureMessage, acts[0].Metadata["error"])
 }

@@ -213,7 +213,7 @@ func (a *RateComparisonActivities) capAttempts(ctx context.Context, err error) e
 	if int(activity.GetInfo(ctx).Attempt) < limit {
 		return err
 	}
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeRateComparisonBatchFailed, err)
+	return temporal.NewNonRetryableApplicationError(TenantMessage(err), ErrTypeRateComparisonBatchFailed, err)
 }
 
 func (a *RateComparisonActivities) processBatch(ctx context.Context, in RateComparisonBatchInput) (RateComparisonBatchResult, error) {
@@ -519,7 +519,7 @@ func (b *rcBatch) track() []rcTracked {
 		case r == nil || r.NotFound:
 			b.fail(i, "tracking number unknown to "+carrier)
 		case r.Error != "":
-			b.fail(i, carrier+" tracking error: "+r.Error)
+			b.fail(i, carrier+" tracking error: "+TenantText(r.Error))
 		case !rcRatable(r.Origin) || !rcRatable(r.Destination):
 			b.fail(i, carrier+" tracking gives no origin or destination postal code and country")
 		case r.Weight == nil || r.Weight.Value <= 0:
@@ -721,9 +721,9 @@ func rcCarrierMessage(err error) string {
 		if ce.Code != "" {
 			msg += " (" + ce.Code + ")"
 		}
-		return msg
+		return TenantText(msg)
 	}
-	return err.Error()
+	return TenantMessage(err)
 }
 
 // --- finish ---
@@ -762,7 +762,7 @@ func (a *RateComparisonActivities) FinishRateComparison(ctx context.Context, in 
 	default:
 		return FinishRateComparisonResult{}, temporal.NewNonRetryableApplicationError("unknown outcome "+in.Outcome, ErrTypeInvalidInput, nil)
 	}
-	c, err := store.FinishRateComparison(ctx, a.Store.Pool, orgID, compID, in.Outcome, in.Error)
+	c, err := store.FinishRateComparison(ctx, a.Store.Pool, orgID, compID, in.Outcome, TenantText(in.Error))
 	if errors.Is(err, store.ErrNotFound) {
 		return FinishRateComparisonResult{}, nil
 	}

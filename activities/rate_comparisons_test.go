@@ -66,9 +66,9 @@ func newRCFixture(t *testing.T, wrap ...func(http.Handler) http.Handler) *rcFixt
 // account inserts a carrier account with sealed credentials.
 func (f *rcFixture) account(carrier string, creds map[string]any, status string) uuid.UUID {
 	f.t.Helper()
-	sealed, err := f.box.SealJSON(creds)
-	require.NoError(f.t, err)
 	id := uuid.New()
+	sealed, err := f.box.SealJSON(creds, store.CarrierAccountCredentialsAD(f.orgID, id))
+	require.NoError(f.t, err)
 	_, err = f.st.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, status)
 		VALUES ($1, $2, $3, $4, $5, true, $6)`, id, f.orgID, carrier+" account", carrier, sealed, status)
 	require.NoError(f.t, err)
@@ -336,7 +336,7 @@ func TestRateComparisonBatchUnavailableCarrier(t *testing.T) {
 	}
 
 	// The carrier is back (the account fixed): the retry finishes them.
-	sealed, err := f.box.SealJSON(rcCredsB)
+	sealed, err := f.box.SealJSON(rcCredsB, store.CarrierAccountCredentialsAD(f.orgID, down))
 	require.NoError(t, err)
 	_, err = f.st.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, down, sealed)
 	require.NoError(t, err)

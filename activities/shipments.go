@@ -193,7 +193,7 @@ func CarrierErrorMessage(err error) string {
 	case ce.Code == carriers.ErrCodeBadResponse:
 		return "the carrier's answer could not be read"
 	}
-	return ce.Error()
+	return TenantText(ce.Error())
 }
 
 func shipmentActionRejected(msg string) error {
@@ -235,7 +235,7 @@ func (a *ShipmentActivities) RecordShipmentActionOutcome(ctx context.Context, in
 	}
 	updated, err := store.FinishShipmentAction(ctx, a.Store.Pool, orgID, actionID, store.ShipmentActionOutcome{
 		Status: in.Status, ConfirmationNumber: in.ConfirmationNumber, Messages: in.Messages,
-		Error: in.Error, CarrierResponse: in.CarrierResponse,
+		Error: TenantText(in.Error), CarrierResponse: in.CarrierResponse,
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return RecordShipmentActionOutcomeResult{}, nil

@@ -50,7 +50,7 @@ func newShpActFixture(t *testing.T) *shpActFixture {
 	_, err = st.Pool.Exec(ctx, `INSERT INTO organizations (id, name, slug) VALUES ($1, 'Acme', $2)`, f.orgID, "acme-"+f.orgID.String())
 	require.NoError(t, err)
 	creds := map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"}
-	sealed, err := box.SealJSON(creds)
+	sealed, err := box.SealJSON(creds, store.CarrierAccountCredentialsAD(f.orgID, f.accountID))
 	require.NoError(t, err)
 	_, err = st.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels)
 		VALUES ($1, $2, 'A', 'carrier_a', $3, true, true, true)`, f.accountID, f.orgID, sealed)
@@ -166,7 +166,7 @@ func TestSendShipmentActionFailures(t *testing.T) {
 
 	// Credentials refused: permanent; carrier unavailable: retryable.
 	setCreds := func(creds map[string]any) {
-		sealed, err := f.box.SealJSON(creds)
+		sealed, err := f.box.SealJSON(creds, store.CarrierAccountCredentialsAD(f.orgID, f.accountID))
 		require.NoError(t, err)
 		_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, f.accountID, sealed)
 		require.NoError(t, err)

@@ -122,6 +122,7 @@ const trackingMaxErrors = 10
 // trackingGroup is the shipments one account tracks.
 type trackingGroup struct {
 	account   uuid.UUID
+	org       uuid.UUID
 	carrier   string
 	isTest    bool
 	sealed    []byte
@@ -178,7 +179,7 @@ func (a *TrackingActivities) TrackingPollShipments(ctx context.Context, in Track
 		}
 		g := groups[*sh.AccountID]
 		if g == nil {
-			g = &trackingGroup{account: *sh.AccountID, carrier: *sh.AccountCarrier, sealed: sh.Credentials, isTest: sh.IsTest != nil && *sh.IsTest}
+			g = &trackingGroup{account: *sh.AccountID, org: sh.OrganizationID, carrier: *sh.AccountCarrier, sealed: sh.Credentials, isTest: sh.IsTest != nil && *sh.IsTest}
 			groups[*sh.AccountID] = g
 			order = append(order, *sh.AccountID)
 		}
@@ -284,7 +285,7 @@ func (a *TrackingActivities) track(ctx context.Context, g *trackingGroup) (map[s
 	if a.Secrets == nil {
 		return nil, fmt.Errorf("carrier account credentials cannot be opened: no encryption key configured")
 	}
-	acct, err := store.AdapterAccount(a.Secrets, store.CarrierAccount{ID: g.account, Carrier: g.carrier, IsTest: g.isTest, Credentials: g.sealed})
+	acct, err := store.AdapterAccount(a.Secrets, store.CarrierAccount{ID: g.account, OrganizationID: g.org, Carrier: g.carrier, IsTest: g.isTest, Credentials: g.sealed})
 	if err != nil {
 		return nil, fmt.Errorf("carrier account credentials cannot be opened")
 	}

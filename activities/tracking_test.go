@@ -50,9 +50,9 @@ func (f *trackingFixture) org() uuid.UUID {
 
 func (f *trackingFixture) account(org uuid.UUID, carrier string, creds map[string]any) uuid.UUID {
 	f.t.Helper()
-	sealed, err := f.box.SealJSON(creds)
-	require.NoError(f.t, err)
 	id := uuid.New()
+	sealed, err := f.box.SealJSON(creds, store.CarrierAccountCredentialsAD(org, id))
+	require.NoError(f.t, err)
 	_, err = f.st.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, status)
 		VALUES ($1, $2, $3, $3, $4, 'active')`, id, org, carrier, sealed)
 	require.NoError(f.t, err)
@@ -162,7 +162,7 @@ func TestTrackingPollShipmentsSandbox(t *testing.T) {
 	require.Equal(t, 4, res.StatusChanges)
 
 	// The carrier's history, once, as checkpoints.
-	acct, err := store.AdapterAccount(f.box, store.CarrierAccount{ID: acctA, Carrier: "carrier_a", Credentials: mustSealed(t, f.box)})
+	acct, err := store.AdapterAccount(f.box, store.CarrierAccount{ID: acctA, OrganizationID: org, Carrier: "carrier_a", Credentials: mustSealed(t, f.box, org, acctA)})
 	require.NoError(t, err)
 	carrierA, err := f.reg.Get("carrier_a")
 	require.NoError(t, err)
@@ -214,9 +214,9 @@ func TestTrackingPollShipmentsSandbox(t *testing.T) {
 	require.Equal(t, "exception", f.row(exception).Status)
 }
 
-func mustSealed(t *testing.T, box *secrets.Box) []byte {
+func mustSealed(t *testing.T, box *secrets.Box, org, acct uuid.UUID) []byte {
 	t.Helper()
-	b, err := box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "child-key-1", "childSecret": "child-secret-1"})
+	b, err := box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "child-key-1", "childSecret": "child-secret-1"}, store.CarrierAccountCredentialsAD(org, acct))
 	require.NoError(t, err)
 	return b
 }

@@ -194,12 +194,13 @@ func (s *Server) createBridge(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := cfg[platforms.ConfigRegisteredWebhooks]; !ok {
 		cfg[platforms.ConfigRegisteredWebhooks] = map[string]any{}
 	}
-	config, creds, err := store.SplitBridgeConfig(s.secrets, *req.Type, cfg)
+	bridgeID, orgID := uuid.New(), mustPrincipal(r).OrganizationID
+	config, creds, err := store.SplitBridgeConfig(s.secrets, store.BridgeCredentialsAD(orgID, bridgeID), *req.Type, cfg)
 	if err != nil {
 		return err
 	}
 	b, err := store.CreateBridge(r.Context(), s.store.Pool, store.Bridge{
-		ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID, Type: *req.Type,
+		ID: bridgeID, OrganizationID: orgID, Type: *req.Type,
 		Name: strings.TrimSpace(*req.Name), Config: config, Credentials: creds, Status: store.BridgeActive,
 	})
 	if err != nil {
@@ -296,7 +297,7 @@ func (s *Server) updateBridge(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 			if v.ok() {
-				patch.Config, patch.Credentials, err = store.SplitBridgeConfig(s.secrets, b.Type, full)
+				patch.Config, patch.Credentials, err = store.SplitBridgeConfig(s.secrets, store.BridgeCredentialsAD(b.OrganizationID, b.ID), b.Type, full)
 				if err != nil {
 					return err
 				}

@@ -85,7 +85,7 @@ type carrierAccountJSON struct {
 func (s *Server) toCarrierAccountJSON(r *http.Request, a store.CarrierAccount) carrierAccountJSON {
 	masked := map[string]string{}
 	if len(a.Credentials) > 0 {
-		creds, err := s.secrets.OpenJSON(a.Credentials)
+		creds, err := s.secrets.OpenJSON(a.Credentials, store.CarrierAccountCredentialsAD(a.OrganizationID, a.ID))
 		if err != nil {
 			s.log.WarnContext(r.Context(), "cannot open carrier account credentials", append(logAttrs(r), "carrier_account_id", a.ID.String(), "error", err.Error())...)
 		}
@@ -235,13 +235,14 @@ func (s *Server) createCarrierAccount(w http.ResponseWriter, r *http.Request) er
 	if err := v.err(); err != nil {
 		return err
 	}
-	sealed, err := s.secrets.SealJSON(req.Credentials)
+	acctID, orgID := uuid.New(), mustPrincipal(r).OrganizationID
+	sealed, err := s.secrets.SealJSON(req.Credentials, store.CarrierAccountCredentialsAD(orgID, acctID))
 	if err != nil {
 		return err
 	}
 	caps := adapter.Capabilities()
 	a, err := store.CreateCarrierAccount(r.Context(), s.store.Pool, store.CarrierAccount{
-		ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID, Name: name, Carrier: *req.Carrier,
+		ID: acctID, OrganizationID: orgID, Name: name, Carrier: *req.Carrier,
 		Credentials: sealed, SupportsRating: caps.Rating, SupportsPickup: caps.Pickups, SupportsLabels: caps.Labels,
 		Status: store.CarrierAccountActive, IsTest: req.IsTest != nil && *req.IsTest, Metadata: carrierAccountMetadata(req.Metadata),
 	})
@@ -310,12 +311,12 @@ func (s *Server) updateCarrierAccount(w http.ResponseWriter, r *http.Request) er
 			}
 			validateCarrierCredentials(&v, adapter, merged)
 			if v.ok() {
-				if patch.Credentials, err = s.secrets.SealJSON(merged); err != nil {
+				if patch.Credentials, err = s.secrets.SealJSON(merged, store.CarrierAccountCredentialsAD(a.OrganizationID, a.ID)); err != nil {
 					return err
 				}
 				if a.Carrier == carriers.CarrierA {
 					num, _ := merged["accountNumber"].(string)
-					patch.AccountNumberDigest = store.CarrierAccountNumberDigest(num)
+					patch.AccountNumberDigest = store.CarrierAccountNumberDigest(s.secrets, num)
 				}
 			}
 		}
@@ -343,7 +344,7 @@ func (s *Server) updateCarrierAccount(w http.ResponseWriter, r *http.Request) er
 func (s *Server) mergeCredentials(a store.CarrierAccount, update map[string]any) (map[string]any, error) {
 	merged := map[string]any{}
 	if len(a.Credentials) > 0 {
-		creds, err := s.secrets.OpenJSON(a.Credentials)
+		creds, err := s.secrets.OpenJSON(a.Credentials, store.CarrierAccountCredentialsAD(a.OrganizationID, a.ID))
 		if err != nil {
 			return nil, err
 		}
@@ -439,12 +440,12 @@ func (s *Server) testCarrierAccount(w http.ResponseWriter, r *http.Request) erro
 // and code (never a credential: adapters do not put them in errors).
 func carrierAccountTestMessage(err error) string {
 	ce, ok := carriers.AsError(err)
-	if !ok {
-		return err.Error()
+	if !ok || ce.Code == carriers.ErrCodeNetwork || ce.Code == carriers.ErrCodeBadResponse {
+		return activities.TenantMessage(err)
 	}
-	msg := ce.Message
+	msg := activities.TenantText(ce.Message)
 	if msg == "" {
-		msg = ce.Error()
+		msg = activities.TenantText(ce.Error())
 	}
 	if ce.Code != "" && !strings.Contains(msg, ce.Code) {
 		msg += " (" + ce.Code + ")"
@@ -570,15 +571,16 @@ func (s *Server) registerCarrierA(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	p := mustPrincipal(r)
-	sealed, err := s.secrets.SealJSON(map[string]any{"accountNumber": number})
+	newID := uuid.New()
+	sealed, err := s.secrets.SealJSON(map[string]any{"accountNumber": number}, store.CarrierAccountCredentialsAD(p.OrganizationID, newID))
 	if err != nil {
 		return err
 	}
 	caps := adapter.Capabilities()
 	isTest := req.IsTest != nil && *req.IsTest
 	ra, err := store.UpsertRegistrationAccount(r.Context(), s.store.Pool, store.CarrierAccount{
-		ID: uuid.New(), OrganizationID: p.OrganizationID, Name: name, Carrier: carriers.CarrierA,
-		Credentials: sealed, AccountNumberDigest: store.CarrierAccountNumberDigest(number),
+		ID: newID, OrganizationID: p.OrganizationID, Name: name, Carrier: carriers.CarrierA,
+		Credentials: sealed, AccountNumberDigest: store.CarrierAccountNumberDigest(s.secrets, number),
 		SupportsRating: caps.Rating, SupportsPickup: caps.Pickups, SupportsLabels: caps.Labels, IsTest: isTest,
 	}, req.Name != nil)
 	if err != nil {
@@ -588,7 +590,8 @@ func (s *Server) registerCarrierA(w http.ResponseWriter, r *http.Request) error 
 
 	args := workflows.RegisterArgs{
 		CustomerName: customer, Address: addr, IsTest: isTest, NewAccount: ra.Created,
-		RequestedBy: workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name},
+		RequestedBy:  workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name},
+		MaxWrongPINs: s.limits.wrongPINs,
 	}
 	res, err := s.startCarrierARegistration(r, p.OrganizationID.String(), acctID, args)
 	if err != nil {
@@ -656,7 +659,7 @@ func (s *Server) carrierARegistrationError(r *http.Request, err error) error {
 	var notFound *serviceerror.NotFound
 	switch {
 	case errors.As(err, &appErr):
-		msg := appErr.Message()
+		msg := activities.TenantText(appErr.Message())
 		switch appErr.Type() {
 		case workflows.ErrTypeRegistrationNotWaiting, workflows.ErrTypeRegistrationExpired:
 			return errConflict(msg)
@@ -758,6 +761,9 @@ func (s *Server) requestCarrierAPIN(w http.ResponseWriter, r *http.Request) erro
 	}
 	a, err := s.carrierAStepAccount(r, &v, req.AccountID)
 	if err != nil {
+		return err
+	}
+	if err := s.limits.carrierPINAccount.check(a.ID.String()); err != nil {
 		return err
 	}
 	var res workflows.RequestPINResult

@@ -20,6 +20,7 @@ import (
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/sandboxapi"
+	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
@@ -195,7 +196,7 @@ func TestCarrierAccountUpdate(t *testing.T) {
 		require.True(t, a.Next())
 		var sealed []byte
 		require.NoError(t, a.Scan(&sealed))
-		m, err := e.deps.Secrets.OpenJSON(sealed)
+		m, err := e.deps.Secrets.OpenJSON(sealed, store.CarrierAccountCredentialsAD(uuid.MustParse(owner.org), acctID))
 		require.NoError(t, err)
 		return m
 	}
@@ -481,7 +482,7 @@ func TestCarrierARegisterFailures(t *testing.T) {
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/carrier-accounts/carrier_a/register", registerBody("451134299")), 503, "temporal_unavailable")
 	var n int
 	require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM carrier_accounts WHERE organization_id = $1 AND account_number_digest = sha256('451134299')`, owner.org).Scan(&n))
+		`SELECT count(*) FROM carrier_accounts WHERE organization_id = $1 AND account_number_digest = $2`, owner.org, accountNumberDigest(e, "451134299")).Scan(&n))
 	require.Zero(t, n)
 
 	// No Temporal at all.
@@ -645,14 +646,14 @@ func TestCarrierAActiveAccountUpdate(t *testing.T) {
 	ctx := context.Background()
 	// An active carrier_a account, as a completed registration leaves it.
 	id := uuid.New()
-	sealed, err := e.deps.Secrets.SealJSON(map[string]any{"accountNumber": "451134221", "childKey": "k", "childSecret": "s"})
-	require.NoError(t, err)
-	_, err = e.deps.Store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, account_number_digest, status)
-		VALUES ($1, $2, 'FX', 'carrier_a', $3, sha256('451134221'), 'active')`, id, owner.org, sealed)
+	creds := map[string]any{"accountNumber": "451134221", "childKey": "k", "childSecret": "s"}
+	_, err := e.deps.Store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, account_number_digest, status)
+		VALUES ($1, $2, 'FX', 'carrier_a', $3, $4, 'active')`, id, owner.org, sealAccountCreds(t, e, owner.org, id.String(), creds), accountNumberDigest(e, "451134221"))
 	require.NoError(t, err)
 	second := uuid.New()
+	creds["accountNumber"] = "451134222"
 	_, err = e.deps.Store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, account_number_digest, status)
-		VALUES ($1, $2, 'FX2', 'carrier_a', $3, sha256('451134222'), 'active')`, second, owner.org, sealed)
+		VALUES ($1, $2, 'FX2', 'carrier_a', $3, $4, 'active')`, second, owner.org, sealAccountCreds(t, e, owner.org, second.String(), creds), accountNumberDigest(e, "451134222"))
 	require.NoError(t, err)
 
 	path := "/api/v1/carrier-accounts/" + id.String()
@@ -662,7 +663,7 @@ func TestCarrierAActiveAccountUpdate(t *testing.T) {
 	res := e.do(owner.caller, "PATCH", path, map[string]any{"credentials": map[string]any{"accountNumber": "451134223", "childKey": "********"}})
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
 	var n int
-	require.NoError(t, e.deps.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM carrier_accounts WHERE id = $1 AND account_number_digest = sha256('451134223')`, id).Scan(&n))
+	require.NoError(t, e.deps.Store.Pool.QueryRow(ctx, `SELECT count(*) FROM carrier_accounts WHERE id = $1 AND account_number_digest = $2`, id, accountNumberDigest(e, "451134223")).Scan(&n))
 	require.Equal(t, 1, n)
 
 	// The live test works with the sandbox carrier_a.

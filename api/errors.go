@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/fos-dev/fos/store"
 )
@@ -18,6 +19,8 @@ type Error struct {
 	Code    string       `json:"code"`
 	Message string       `json:"message"`
 	Details []FieldError `json:"details,omitempty"`
+	// RetryAfter, when set, is sent as the Retry-After header (429).
+	RetryAfter time.Duration `json:"-"`
 }
 
 // FieldError names one offending field.
@@ -61,6 +64,11 @@ func notFoundAs(err error, what string) error {
 func errConflict(msg string) *Error { return &Error{Status: 409, Code: "conflict", Message: msg} }
 func errGone(msg string) *Error     { return &Error{Status: 410, Code: "gone", Message: msg} }
 
+// errRateLimited is 429 rate_limited; the client may retry after wait.
+func errRateLimited(msg string, wait time.Duration) *Error {
+	return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: msg, RetryAfter: wait}
+}
+
 // respondError writes err in the contract's shape. Store sentinels are mapped
 // here, in one place; anything unexpected is a 500 that is logged with the
 // request id and never shown to the client.
@@ -83,6 +91,9 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error)
 	}
 	if apiErr.Status >= 500 && apiErr.Code != "internal" {
 		s.log.WarnContext(r.Context(), "upstream error", "request_id", requestIDFrom(r.Context()), "code", apiErr.Code, "error", apiErr.Message)
+	}
+	if apiErr.RetryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(apiErr.RetryAfter))
 	}
 	writeJSON(w, apiErr.Status, map[string]any{"error": apiErr})
 }

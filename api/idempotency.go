@@ -94,7 +94,7 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 			// Record the outcome even if the client has gone away.
 			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
-			if !completed || cw.status >= 500 || cw.status == 0 {
+			if !completed || cw.status >= 500 || cw.status == 0 || cw.status == http.StatusTooManyRequests {
 				_ = store.ReleaseIdempotencyKey(bg, s.store.Pool, p.OrganizationID, key)
 				return
 			}

@@ -176,6 +176,9 @@ func (s *Server) inviteMember(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx := r.Context()
 	p := mustPrincipal(r)
+	if err := s.limits.invitationsOrg.check(p.OrganizationID.String()); err != nil {
+		return err
+	}
 	org, err := store.OrganizationByID(ctx, s.store.Pool, p.OrganizationID)
 	if err != nil {
 		return err

@@ -230,16 +230,14 @@ func TestPickupCancel(t *testing.T) {
 	id2 := create(3)
 	creds := shpCarrierA()
 	creds["childSecret"] = "sandbox-fail"
-	sealed, err := e.deps.Secrets.SealJSON(creds)
-	require.NoError(t, err)
-	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, acct, sealed)
+	sealed := sealAccountCreds(t, e, owner.org, acct, creds)
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, acct, sealed)
 	require.NoError(t, err)
 	requireError(t, e.do(owner.caller, "DELETE", "/api/v1/pickups/"+id2, nil), 502, "carrier_error")
 	require.Equal(t, "confirmed", e.do(owner.caller, "GET", "/api/v1/pickups/"+id2, nil).data()["status"])
 
 	// Without a body, once the credentials work again.
-	sealed, err = e.deps.Secrets.SealJSON(shpCarrierA())
-	require.NoError(t, err)
+	sealed = sealAccountCreds(t, e, owner.org, acct, shpCarrierA())
 	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, acct, sealed)
 	require.NoError(t, err)
 	res = e.do(owner.caller, "DELETE", "/api/v1/pickups/"+id2, nil)

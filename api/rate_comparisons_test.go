@@ -29,10 +29,9 @@ func rcAccount(t *testing.T, e *testEnv, orgID, carrier, status string, supports
 	if carrier == "carrier_b" {
 		creds = map[string]any{"clientId": "id", "clientSecret": "secret", "accountNumber": "A1B2C3"}
 	}
-	sealed, err := e.deps.Secrets.SealJSON(creds)
-	require.NoError(t, err)
 	id := uuid.NewString()
-	_, err = e.deps.Store.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, status)
+	sealed := sealAccountCreds(t, e, orgID, id, creds)
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, status)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, id, orgID, carrier+" account", carrier, sealed, supportsRating, status)
 	require.NoError(t, err)
 	return id

@@ -51,10 +51,9 @@ func rateTestAccount(t testing.TB, e *testEnv, orgID, carrier, status string, ov
 	for i := 0; i+1 < len(overrides); i += 2 {
 		creds[overrides[i]] = overrides[i+1]
 	}
-	sealed, err := e.deps.Secrets.SealJSON(creds)
-	require.NoError(t, err)
 	id := uuid.NewString()
-	_, err = e.deps.Store.Pool.Exec(context.Background(), `
+	sealed := sealAccountCreds(t, e, orgID, id, creds)
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `
 INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels, status)
 VALUES ($1, $2, $3, $4, $5, true, $6, $7, $8)`, id, orgID, carrier+" account", carrier, sealed,
 		carrier == carriers.CarrierA, carrier != carriers.CarrierC, status)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
 	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
@@ -48,6 +49,8 @@ type Deps struct {
 	// point at loopback, private, link-local or metadata addresses
 	// (FOS_ALLOW_PRIVATE_URLS; fos dev only by default).
 	AllowPrivateURLs bool
+	// Limits are the abuse limits; unset fields take their defaults.
+	Limits config.Limits
 }
 
 // Server holds the handlers' dependencies.
@@ -71,6 +74,7 @@ type Server struct {
 	orderHooks rules.OrderHooks
 	// allowPrivateURLs: see Deps.AllowPrivateURLs.
 	allowPrivateURLs bool
+	limits           *limiters
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -80,7 +84,7 @@ func NewRouter(d Deps) http.Handler {
 		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
 		carriers: d.Carriers, temporal: d.Temporal, taskQueue: d.TaskQueue,
 		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
-		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs,
+		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs, limits: newLimiters(d.Limits),
 	}
 	if s.orderHooks == nil {
 		s.orderHooks = rules.Noop{}
@@ -115,11 +119,11 @@ func NewRouter(d Deps) http.Handler {
 		// API keys: never under Idempotency-Key, so a key's secret is
 		// returned once and never stored.
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg)
+			r.Use(s.requireOrg, s.apiKeyBudget)
 			s.mountAPIKeys(r)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg, s.idempotency)
+			r.Use(s.requireOrg, s.apiKeyBudget, s.idempotency)
 			s.mountOrganizations(r)
 			s.mountBridges(r)
 			s.mountOrders(r)
@@ -138,11 +142,11 @@ func NewRouter(d Deps) http.Handler {
 		// API keys: never under Idempotency-Key, so a key's secret is
 		// returned once and never stored.
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg)
+			r.Use(s.requireOrg, s.apiKeyBudget)
 			s.mountAPIKeys(r)
 		})
 		r.Group(func(r chi.Router) {
-			r.Use(s.requireOrg, s.idempotency)
+			r.Use(s.requireOrg, s.apiKeyBudget, s.idempotency)
 		})
 	})
 	return r

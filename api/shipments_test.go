@@ -68,11 +68,10 @@ func shpEnv(t *testing.T, opts ...func(*Deps)) (*testEnv, *shpSandbox) {
 // shpAccount inserts a carrier account with sealed credentials.
 func shpAccount(t *testing.T, e *testEnv, orgID, carrier, status string, creds map[string]any) string {
 	t.Helper()
-	sealed, err := e.deps.Secrets.SealJSON(creds)
-	require.NoError(t, err)
 	caps := map[string][3]bool{"carrier_a": {true, true, true}, "carrier_b": {true, false, true}, "carrier_c": {true, false, false}}[carrier]
 	id := uuid.New()
-	_, err = e.deps.Store.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts
+	sealed := sealAccountCreds(t, e, orgID, id.String(), creds)
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts
 		(id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels, status)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, id, orgID, carrier+" account", carrier, sealed, caps[0], caps[1], caps[2], status)
 	require.NoError(t, err)

@@ -60,6 +60,9 @@ type signupRequest struct {
 }
 
 func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limits.signupIP.check(s.clientIP(r)); err != nil {
+		return err
+	}
 	var req signupRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -85,14 +88,22 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err := v.err(); err != nil {
 		return err
 	}
+	if err := s.limits.signupEmail.check(emailKey(*req.Email)); err != nil {
+		return err
+	}
 	hash, err := s.passwords.Hash(*req.Password)
 	if err != nil {
 		return err
 	}
-	user, err := store.CreateUser(r.Context(), s.store.Pool, store.User{
+	var orgName *string
+	if req.OrganizationName != nil {
+		name := strings.TrimSpace(*req.OrganizationName)
+		orgName = &name
+	}
+	user, o, err := store.Signup(r.Context(), s.store, store.User{
 		ID: uuid.New(), Email: strings.TrimSpace(*req.Email), PasswordHash: hash,
 		FirstName: strings.TrimSpace(*req.FirstName), LastName: strings.TrimSpace(*req.LastName),
-	})
+	}, orgName)
 	if errors.Is(err, store.ErrConflict) {
 		return errConflict("an account with this e-mail already exists")
 	}
@@ -100,12 +111,8 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var org *organizationJSON
-	if req.OrganizationName != nil {
-		o, err := store.CreateOrganization(r.Context(), s.store, strings.TrimSpace(*req.OrganizationName), user.ID)
-		if err != nil {
-			return err
-		}
-		oj := toOrganizationJSON(o)
+	if o != nil {
+		oj := toOrganizationJSON(*o)
 		org = &oj
 	}
 	token, exp, err := s.tokens.Issue(user.ID)
@@ -124,6 +131,9 @@ type loginRequest struct {
 }
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limits.loginIP.check(s.clientIP(r)); err != nil {
+		return err
+	}
 	var req loginRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -134,6 +144,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		v.add("password", "is required")
 	}
 	if err := v.err(); err != nil {
+		return err
+	}
+	if err := s.limits.loginEmail.check(emailKey(*req.Email)); err != nil {
 		return err
 	}
 	wrong := errUnauthorized("wrong e-mail or password")

@@ -40,14 +40,18 @@ type Config struct {
 	// SandboxAddr is where `fos dev` serves the sandbox platforms and carriers.
 	SandboxAddr string
 	// SandboxURL is the base URL adapters use when Sandbox is on.
-	SandboxURL  string
-	SMTPURL     string
-	MailFrom    string
-	LogLevel    string
-	LLMProvider string
-	LLMBaseURL  string
-	LLMAPIKey   string
-	LLMModel    string
+	SandboxURL string
+	SMTPURL    string
+	// SMTPInsecure (FOS_SMTP_INSECURE=1) allows SMTP without TLS.
+	SMTPInsecure bool
+	MailFrom     string
+	LogLevel     string
+	LLMProvider  string
+	LLMBaseURL   string
+	LLMAPIKey    string
+	LLMModel     string
+	// Limits are the abuse limits (config/limits.go).
+	Limits Limits
 
 	// CarrierURLs holds the set CarrierURLVars (variable name to base URL);
 	// a missing one defaults to the sandbox prefix under Sandbox, else to
@@ -119,6 +123,16 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	} else {
 		c.RateTimeout = d
 	}
+	switch v := get("FOS_SMTP_INSECURE", "0"); v {
+	case "1", "true":
+		c.SMTPInsecure = true
+	case "0", "false":
+	default:
+		p = append(p, fmt.Sprintf("FOS_SMTP_INSECURE=%q: must be 1 or 0", v))
+	}
+	limits, lp := loadLimits(get)
+	c.Limits = limits
+	p = append(p, lp...)
 	needsDB := mode == ModeServe || mode == ModeWorker || mode == ModeMigrate
 	if c.DatabaseURL == "" && needsDB {
 		p = append(p, "DATABASE_URL is required (a PostgreSQL URL, e.g. postgres://fos@localhost:5432/fos)")

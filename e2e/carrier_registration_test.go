@@ -94,7 +94,7 @@ func TestCarrierRegistrationEndToEnd(t *testing.T) {
 	require.Equal(t, map[string]any{"valid": true, "error": nil}, s.mustCall(200, key, "POST", "/api/v1/carrier-accounts/"+acctID+"/test", nil))
 	row, err := store.CarrierAccountByID(ctx, s.store.Pool, uuid.MustParse(orgID), uuid.MustParse(acctID))
 	require.NoError(t, err)
-	creds, err := s.box.OpenJSON(row.Credentials)
+	creds, err := s.box.OpenJSON(row.Credentials, store.CarrierAccountCredentialsAD(row.OrganizationID, row.ID))
 	require.NoError(t, err)
 	childSecret := creds["childSecret"].(string)
 	require.NotEmpty(t, childSecret)
@@ -179,11 +179,12 @@ func TestCarrierRegistrationExpiresEndToEnd(t *testing.T) {
 
 	// A pending account whose registration waits two seconds at most
 	// (started here, as the API does, with a short timeout).
-	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "451134230"})
+	newID := uuid.New()
+	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "451134230"}, store.CarrierAccountCredentialsAD(uuid.MustParse(orgID), newID))
 	require.NoError(t, err)
 	ra, err := store.UpsertRegistrationAccount(ctx, s.store.Pool, store.CarrierAccount{
-		ID: uuid.New(), OrganizationID: uuid.MustParse(orgID), Name: "Short", Carrier: carriers.CarrierA,
-		Credentials: sealed, AccountNumberDigest: store.CarrierAccountNumberDigest("451134230"),
+		ID: newID, OrganizationID: uuid.MustParse(orgID), Name: "Short", Carrier: carriers.CarrierA,
+		Credentials: sealed, AccountNumberDigest: store.CarrierAccountNumberDigest(s.box, "451134230"),
 	}, false)
 	require.NoError(t, err)
 	acctID := ra.Account.ID.String()

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -62,9 +63,9 @@ func (s *rcStack) account(carrier string) string {
 	if carrier == carriers.CarrierB {
 		creds = map[string]any{"clientId": "id", "clientSecret": "secret", "accountNumber": "A1B2C3"}
 	}
-	sealed, err := s.box.SealJSON(creds)
-	require.NoError(s.tb, err)
 	id := uuid.NewString()
+	sealed, err := s.box.SealJSON(creds, store.CarrierAccountCredentialsAD(uuid.MustParse(s.orgID), uuid.MustParse(id)))
+	require.NoError(s.tb, err)
 	_, err = s.store.Pool.Exec(context.Background(), `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials,
 		supports_rating, supports_labels, supports_pickup, status)
 		VALUES ($1, $2, $3, $4, $5, true, true, $6, 'active')`, id, s.orgID, carrier+" e2e", carrier, sealed, carrier == carriers.CarrierA)

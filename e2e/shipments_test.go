@@ -68,9 +68,10 @@ func TestShipmentActionEndToEnd(t *testing.T) {
 	key := data(out)["key"].(string)
 
 	// A carrier_a account (the carrier accounts API is another part) and an order.
-	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"})
-	require.NoError(t, err)
 	acct := uuid.New()
+	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"},
+		store.CarrierAccountCredentialsAD(uuid.MustParse(orgID), acct))
+	require.NoError(t, err)
 	_, err = s.store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels)
 		VALUES ($1, $2, 'FedEx', 'carrier_a', $3, true, true, true)`, acct, orgID, sealed)
 	require.NoError(t, err)

@@ -50,9 +50,10 @@ func TestTrackingPollerEndToEnd(t *testing.T) {
 
 	// A carrier_a account and shipments carrying numbers the sandbox knows
 	// (the carrier API for shipments is another part of the service).
-	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "child-key-e2e", "childSecret": "child-secret-e2e"})
-	require.NoError(t, err)
 	acct := uuid.New()
+	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "child-key-e2e", "childSecret": "child-secret-e2e"},
+		store.CarrierAccountCredentialsAD(uuid.MustParse(orgID), acct))
+	require.NoError(t, err)
 	_, err = s.store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, status)
 		VALUES ($1, $2, 'FedEx', 'carrier_a', $3, 'active')`, acct, orgID, sealed)
 	require.NoError(t, err)

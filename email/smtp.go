@@ -21,8 +21,12 @@ import (
 
 // SMTPSender delivers messages through an SMTP server (FOS_SMTP_URL):
 //
-//	smtp://user:pass@host:587   plain connection, upgraded with STARTTLS when the server offers it
+//	smtp://user:pass@host:587   plain connection, upgraded with STARTTLS
 //	smtps://user:pass@host:465  TLS from the first byte
+//
+// TLS is required: a server that does not offer STARTTLS is refused before
+// anything is sent, unless Insecure is set (FOS_SMTP_INSECURE=1, e.g. a
+// local relay in a trusted network).
 //
 // With user info in the URL it authenticates with PLAIN, which net/smtp only
 // allows over TLS (or to localhost). It never logs: message texts carry
@@ -44,7 +48,13 @@ type SMTPSender struct {
 	TLSConfig *tls.Config
 	// LocalName is the name sent with EHLO; empty means "localhost".
 	LocalName string
+	// Insecure allows an smtp:// delivery without STARTTLS (in clear text)
+	// when the server does not offer it.
+	Insecure bool
 }
+
+// ErrNoTLS: the SMTP server offers no STARTTLS and Insecure is not set.
+var ErrNoTLS = errors.New("email: the SMTP server does not offer STARTTLS; use smtps:// or set FOS_SMTP_INSECURE=1 to send in clear text")
 
 // NewSMTPSender parses an smtp:// or smtps:// URL. from is the From header
 // ("fos <no-reply@example.com>" or a bare address).
@@ -161,6 +171,8 @@ func (s *SMTPSender) deliver(conn net.Conn, rcpt string, body []byte) error {
 			if err := c.StartTLS(s.tlsConfig()); err != nil {
 				return fmt.Errorf("email: STARTTLS: %w", err)
 			}
+		} else if !s.Insecure {
+			return fmt.Errorf("%w (%s)", ErrNoTLS, s.addr)
 		}
 	}
 	if s.username != "" {

@@ -196,6 +196,7 @@ func TestSMTPSenderPlainAuthOnLocalhost(t *testing.T) {
 	srv, _ := newFakeSMTP(t, false, false)
 	s, err := NewSMTPSender("smtp://mailer:s3cr%40t@127.0.0.1:"+srv.port(), "fos <no-reply@fos.test>")
 	require.NoError(t, err)
+	s.Insecure = true // FOS_SMTP_INSECURE=1: no STARTTLS offered
 	require.NoError(t, s.Send(t.Context(), testMessage))
 	r := srv.wait(t)
 
@@ -318,4 +319,21 @@ func TestNewSMTPSender(t *testing.T) {
 	require.True(t, s.implicit)
 	require.Equal(t, "u", s.username)
 	require.Equal(t, "p", s.password)
+}
+
+// Without STARTTLS and without FOS_SMTP_INSECURE=1 nothing is sent: no
+// credentials, no message in clear text.
+func TestSMTPSenderRequiresTLS(t *testing.T) {
+	srv, _ := newFakeSMTP(t, false, false)
+	s, err := NewSMTPSender("smtp://mailer:pw@127.0.0.1:"+srv.port(), "no-reply@fos.test")
+	require.NoError(t, err)
+	err = s.Send(t.Context(), testMessage)
+	require.ErrorIs(t, err, ErrNoTLS)
+	select {
+	case r := <-srv.got:
+		t.Fatalf("the server received a session: %+v", r)
+	case <-srv.errs: // the client hung up after EHLO
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client did not hang up")
+	}
 }

@@ -59,7 +59,7 @@ func BridgeFullConfig(box *secrets.Box, b Bridge) (map[string]any, error) {
 	if box == nil {
 		return nil, errors.New("store: bridge credentials need a secrets box")
 	}
-	creds, err := box.OpenJSON(b.Credentials)
+	creds, err := box.OpenJSON(b.Credentials, BridgeCredentialsAD(b.OrganizationID, b.ID))
 	if err != nil {
 		return nil, fmt.Errorf("open credentials of bridge %s: %w", b.ID, err)
 	}
@@ -72,8 +72,8 @@ func BridgeFullConfig(box *secrets.Box, b Bridge) (map[string]any, error) {
 // the sealed secret part stored in bridges.credentials. A key is secret when
 // platforms.IsSecretField says so. Null values are dropped (a null removes
 // a key), as are empty secret values; credentials is nil when no secret is
-// left. config is never nil.
-func SplitBridgeConfig(box *secrets.Box, bridgeType string, full map[string]any) (config map[string]any, credentials []byte, err error) {
+// left. config is never nil. ad names the bridge (BridgeCredentialsAD).
+func SplitBridgeConfig(box *secrets.Box, ad secrets.AD, bridgeType string, full map[string]any) (config map[string]any, credentials []byte, err error) {
 	config = map[string]any{}
 	secretPart := map[string]any{}
 	for k, v := range full {
@@ -93,7 +93,7 @@ func SplitBridgeConfig(box *secrets.Box, bridgeType string, full map[string]any)
 		if box == nil {
 			return nil, nil, errors.New("store: bridge credentials need a secrets box")
 		}
-		if credentials, err = box.SealJSON(secretPart); err != nil {
+		if credentials, err = box.SealJSON(secretPart, ad); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -40,9 +40,10 @@ func bridgeTestOrg(t *testing.T, s *store.Store) uuid.UUID {
 
 func bridgeTestCreate(t *testing.T, s *store.Store, box *secrets.Box, orgID uuid.UUID, typ, name string, full map[string]any) store.Bridge {
 	t.Helper()
-	cfg, creds, err := store.SplitBridgeConfig(box, typ, full)
+	id := uuid.New()
+	cfg, creds, err := store.SplitBridgeConfig(box, store.BridgeCredentialsAD(orgID, id), typ, full)
 	require.NoError(t, err)
-	b, err := store.CreateBridge(t.Context(), s.Pool, store.Bridge{ID: uuid.New(), OrganizationID: orgID, Type: typ, Name: name, Config: cfg, Credentials: creds})
+	b, err := store.CreateBridge(t.Context(), s.Pool, store.Bridge{ID: id, OrganizationID: orgID, Type: typ, Name: name, Config: cfg, Credentials: creds})
 	require.NoError(t, err)
 	return b
 }
@@ -54,7 +55,9 @@ func TestSplitAndFullBridgeConfig(t *testing.T) {
 		"webhookSecret": "", "locationId": nil, "enabledWebhooks": []string{"orders/create"},
 		"registeredWebhooks": map[string]any{"orders/create": float64(12)},
 	}
-	cfg, creds, err := store.SplitBridgeConfig(box, platforms.TypeStorefrontA, full)
+	org, id := uuid.New(), uuid.New()
+	ad := store.BridgeCredentialsAD(org, id)
+	cfg, creds, err := store.SplitBridgeConfig(box, ad, platforms.TypeStorefrontA, full)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{
 		"shopDomain": "a.example.com", "apiVersion": "2025-01",
@@ -63,7 +66,7 @@ func TestSplitAndFullBridgeConfig(t *testing.T) {
 	require.NotEmpty(t, creds)
 	require.NotContains(t, string(creds), "tok")
 
-	got, err := store.BridgeFullConfig(box, store.Bridge{Type: platforms.TypeStorefrontA, Config: cfg, Credentials: creds})
+	got, err := store.BridgeFullConfig(box, store.Bridge{ID: id, OrganizationID: org, Type: platforms.TypeStorefrontA, Config: cfg, Credentials: creds})
 	require.NoError(t, err)
 	require.Equal(t, "tok", got["accessToken"])
 	require.Equal(t, "a.example.com", got["shopDomain"])
@@ -74,7 +77,7 @@ func TestSplitAndFullBridgeConfig(t *testing.T) {
 	require.Equal(t, "a.example.com", cfg["shopDomain"])
 
 	// No secrets: nil credentials, and no box needed to read them back.
-	cfg, creds, err = store.SplitBridgeConfig(box, platforms.TypeStorefrontA, map[string]any{"shopDomain": "x"})
+	cfg, creds, err = store.SplitBridgeConfig(box, ad, platforms.TypeStorefrontA, map[string]any{"shopDomain": "x"})
 	require.NoError(t, err)
 	require.Nil(t, creds)
 	got, err = store.BridgeFullConfig(nil, store.Bridge{Config: cfg})
@@ -82,18 +85,23 @@ func TestSplitAndFullBridgeConfig(t *testing.T) {
 	require.Equal(t, map[string]any{"shopDomain": "x"}, got)
 
 	// Empty input still gives a non-nil config.
-	cfg, _, err = store.SplitBridgeConfig(box, platforms.TypeStorefrontA, nil)
+	cfg, _, err = store.SplitBridgeConfig(box, ad, platforms.TypeStorefrontA, nil)
 	require.NoError(t, err)
 	require.NotNil(t, cfg)
 
 	// Another key cannot open the credentials.
-	_, creds, err = store.SplitBridgeConfig(box, platforms.TypeStorefrontA, full)
+	_, creds, err = store.SplitBridgeConfig(box, ad, platforms.TypeStorefrontA, full)
 	require.NoError(t, err)
-	_, err = store.BridgeFullConfig(bridgeTestBox(t), store.Bridge{Credentials: creds})
+	_, err = store.BridgeFullConfig(bridgeTestBox(t), store.Bridge{ID: id, OrganizationID: org, Credentials: creds})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "tok")
+	// Nor can another bridge's row, of this or another organization.
+	_, err = store.BridgeFullConfig(box, store.Bridge{ID: uuid.New(), OrganizationID: org, Credentials: creds})
+	require.ErrorIs(t, err, secrets.ErrOpen)
+	_, err = store.BridgeFullConfig(box, store.Bridge{ID: id, OrganizationID: uuid.New(), Credentials: creds})
+	require.ErrorIs(t, err, secrets.ErrOpen)
 
-	pb, err := store.PlatformBridge(box, store.Bridge{ID: uuid.New(), Type: platforms.TypeStorefrontA, Config: map[string]any{}, Credentials: creds})
+	pb, err := store.PlatformBridge(box, store.Bridge{ID: id, OrganizationID: org, Type: platforms.TypeStorefrontA, Config: map[string]any{}, Credentials: creds})
 	require.NoError(t, err)
 	require.Equal(t, "tok", pb.Config["accessToken"])
 	require.Equal(t, platforms.TypeStorefrontA, pb.Type)
@@ -137,7 +145,7 @@ func TestBridgeCRUD(t *testing.T) {
 	require.True(t, up.UpdatedAt.After(b.UpdatedAt) || up.UpdatedAt.Equal(b.UpdatedAt))
 
 	// Update: a new config replaces both parts.
-	cfg, creds, err := store.SplitBridgeConfig(box, up.Type, map[string]any{"apiKey": "k2", "apiSecret": "s2"})
+	cfg, creds, err := store.SplitBridgeConfig(box, store.BridgeCredentialsAD(org, b.ID), up.Type, map[string]any{"apiKey": "k2", "apiSecret": "s2"})
 	require.NoError(t, err)
 	up, err = store.UpdateBridge(ctx, s.Pool, org, b.ID, store.BridgePatch{Config: cfg, Credentials: creds})
 	require.NoError(t, err)

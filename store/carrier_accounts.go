@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,7 +67,7 @@ func ActiveCarrierAccounts(ctx context.Context, db DBTX, orgID uuid.UUID, carrie
 // AdapterAccount opens the account's credentials for a carrier adapter.
 // The result holds secrets: never log it (its String method redacts).
 func AdapterAccount(box *secrets.Box, a CarrierAccount) (carriers.Account, error) {
-	creds, err := box.OpenJSON(a.Credentials)
+	creds, err := box.OpenJSON(a.Credentials, CarrierAccountCredentialsAD(a.OrganizationID, a.ID))
 	if err != nil {
 		return carriers.Account{}, err
 	}
@@ -80,12 +79,16 @@ func AdapterAccount(box *secrets.Box, a CarrierAccount) (carriers.Account, error
 var CarrierAccountStatuses = []string{CarrierAccountActive, CarrierAccountInactive, CarrierAccountError, CarrierAccountPending}
 
 // CarrierAccountNumberDigest is the account_number_digest of a carrier
-// account number: SHA-256 of the trimmed number. It finds the account a
-// carrier_a registration updates without storing the number in clear.
-func CarrierAccountNumberDigest(number string) []byte {
-	sum := sha256.Sum256([]byte(strings.TrimSpace(number)))
-	return sum[:]
+// account number: HMAC-SHA256 of the trimmed number under a key derived
+// from the service's key (secrets.Box.Digest), so the 9-digit numbers
+// cannot be recovered from the table by hashing every candidate. It finds
+// the account a carrier_a registration updates without storing the number
+// in clear.
+func CarrierAccountNumberDigest(box *secrets.Box, number string) []byte {
+	return box.Digest(accountNumberDigestPurpose, strings.TrimSpace(number))
 }
+
+const accountNumberDigestPurpose = "carrier account number"
 
 // CarrierAccountFilter narrows ListCarrierAccounts; empty strings do not
 // filter.

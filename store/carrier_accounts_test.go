@@ -104,8 +104,8 @@ func TestUpsertRegistrationAccount(t *testing.T) {
 	ctx := t.Context()
 	org := bridgeTestOrg(t, s)
 	other := bridgeTestOrg(t, s)
-	digest := store.CarrierAccountNumberDigest(" 451134221 ")
-	require.Equal(t, store.CarrierAccountNumberDigest("451134221"), digest)
+	digest := store.CarrierAccountNumberDigest(digestTestBox, " 451134221 ")
+	require.Equal(t, store.CarrierAccountNumberDigest(digestTestBox, "451134221"), digest)
 
 	acct := carrierTestAccount(org, "carrier_a", "George")
 	acct.AccountNumberDigest = digest
@@ -136,14 +136,14 @@ func TestUpsertRegistrationAccount(t *testing.T) {
 
 	// A duplicate number through an update is a conflict.
 	b := carrierTestAccount(org, "carrier_a", "Second")
-	b.AccountNumberDigest = store.CarrierAccountNumberDigest("451134222")
+	b.AccountNumberDigest = store.CarrierAccountNumberDigest(digestTestBox, "451134222")
 	b, err = store.CreateCarrierAccount(ctx, s.Pool, b)
 	require.NoError(t, err)
 	_, err = store.UpdateCarrierAccount(ctx, s.Pool, org, b.ID, store.CarrierAccountPatch{AccountNumberDigest: digest})
 	require.ErrorIs(t, err, store.ErrConflict)
 
 	// Concurrent registrations of a new number end on one row.
-	num := store.CarrierAccountNumberDigest("451134299")
+	num := store.CarrierAccountNumberDigest(digestTestBox, "451134299")
 	var wg sync.WaitGroup
 	ids := make([]uuid.UUID, 8)
 	created := make([]bool, 8)
@@ -173,7 +173,7 @@ func TestCarrierRegistrationState(t *testing.T) {
 	ctx := t.Context()
 	org := bridgeTestOrg(t, s)
 	acct := carrierTestAccount(org, "carrier_a", "George")
-	acct.AccountNumberDigest = store.CarrierAccountNumberDigest("451134221")
+	acct.AccountNumberDigest = store.CarrierAccountNumberDigest(digestTestBox, "451134221")
 	acct.Status = store.CarrierAccountError
 	acct, err := store.CreateCarrierAccount(ctx, s.Pool, acct)
 	require.NoError(t, err)

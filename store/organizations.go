@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,28 +39,55 @@ func CreateOrganization(ctx context.Context, s *Store, name string, ownerID uuid
 	var org Organization
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		org, err = insertOrganization(ctx, tx, name)
-		if err != nil {
-			return err
-		}
-		return AddMember(ctx, tx, org.ID, ownerID, RoleOwner)
+		org, err = NewOrganization(ctx, tx, name, ownerID)
+		return err
 	})
 	return org, err
 }
 
+// NewOrganization inserts an organization owned by ownerID with db, which
+// should be a transaction (the membership must not be left out). A taken
+// slug gets a suffix, so a name never conflicts.
+func NewOrganization(ctx context.Context, db DBTX, name string, ownerID uuid.UUID) (Organization, error) {
+	org, err := insertOrganization(ctx, db, name)
+	if err != nil {
+		return org, err
+	}
+	return org, AddMember(ctx, db, org.ID, ownerID, RoleOwner)
+}
+
+// insertOrgSQL inserts unless the slug is taken; ON CONFLICT DO NOTHING
+// leaves an enclosing transaction usable, so the next candidate can be
+// tried (also when a concurrent insert took the slug first).
 const insertOrgSQL = `
 INSERT INTO organizations (id, name, slug, settings)
-VALUES ($1, $2,
-        -- base slug, or base slug + short suffix when taken
-        CASE WHEN EXISTS (SELECT 1 FROM organizations WHERE slug = $3) THEN $3 || '-' || $4 ELSE $3 END,
-        '{"timezone": "UTC", "default_currency": "USD"}')
+VALUES ($1, $2, $3, '{"timezone": "UTC", "default_currency": "USD"}')
+ON CONFLICT (slug) DO NOTHING
 RETURNING ` + orgCols
+
+// slugAttempts bounds the candidates tried: the base slug, then the base
+// with a suffix from the new id, then with random suffixes.
+const slugAttempts = 8
 
 func insertOrganization(ctx context.Context, db DBTX, name string) (Organization, error) {
 	id := uuid.New()
-	rows, _ := db.Query(ctx, insertOrgSQL, id, name, Slugify(name), id.String()[:8])
-	org, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Organization])
-	return org, mapErr(err)
+	base := Slugify(name)
+	for i := range slugAttempts {
+		slug := base
+		switch {
+		case i == 1:
+			slug = base + "-" + id.String()[:8]
+		case i > 1:
+			slug = base + "-" + uuid.NewString()[:8]
+		}
+		rows, _ := db.Query(ctx, insertOrgSQL, id, name, slug)
+		org, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Organization])
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // slug taken
+		}
+		return org, mapErr(err)
+	}
+	return Organization{}, fmt.Errorf("organization slug %q: no free suffix after %d attempts", base, slugAttempts)
 }
 
 // OrganizationByID finds an organization.

@@ -54,3 +54,30 @@ func UserByID(ctx context.Context, db DBTX, id uuid.UUID) (User, error) {
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[User])
 	return out, mapErr(err)
 }
+
+// Signup creates a user and, when orgName is not nil, an organization the
+// user owns, in one transaction: a failure leaves neither behind. Only a
+// taken e-mail is ErrConflict (a taken slug gets a suffix).
+func Signup(ctx context.Context, s *Store, u User, orgName *string) (User, *Organization, error) {
+	var user User
+	var org *Organization
+	err := s.InTx(ctx, func(tx pgx.Tx) error {
+		var err error
+		if user, err = CreateUser(ctx, tx, u); err != nil {
+			return err
+		}
+		if orgName == nil {
+			return nil
+		}
+		o, err := NewOrganization(ctx, tx, *orgName, user.ID)
+		if err != nil {
+			return err
+		}
+		org = &o
+		return nil
+	})
+	if err != nil {
+		return User{}, nil, err
+	}
+	return user, org, nil
+}

@@ -90,7 +90,18 @@ type RegisterArgs struct {
 	// deleted again when the carrier refuses the first register of the run.
 	NewAccount  bool  `json:"newAccount"`
 	RequestedBy Actor `json:"requestedBy"`
+	// MaxWrongPINs is how many wrong PINs the run accepts before the
+	// registration fails (zero: DefaultMaxWrongPINs). The count lives in
+	// the workflow, so it holds across API instances and re-registers.
+	MaxWrongPINs int `json:"maxWrongPins,omitempty"`
 }
+
+// DefaultMaxWrongPINs is the wrong-PIN cap when RegisterArgs names none.
+const DefaultMaxWrongPINs = 5
+
+// TooManyWrongPINsMessage is the account's last_error (and the answer of the
+// PIN that reached the cap) when a registration fails for wrong PINs.
+const TooManyWrongPINsMessage = "too many wrong PINs; register the account again"
 
 // MFAOptionsResult is mfaOptions of the register response.
 type MFAOptionsResult struct {
@@ -256,6 +267,8 @@ type registration struct {
 	deadlineVersion int
 	// registered: a register of this run was accepted by the carrier.
 	registered bool
+	// wrongPINs counts the PINs the carrier refused; maxWrongPINs is the cap.
+	wrongPINs, maxWrongPINs int
 }
 
 func (r *registration) terminal() bool {
@@ -381,6 +394,9 @@ func (r *registration) register(ctx workflow.Context, args RegisterArgs) (Regist
 		return RegisterResult{}, err
 	}
 	defer unlock()
+	if args.MaxWrongPINs > 0 {
+		r.maxWrongPINs = args.MaxWrongPINs
+	}
 
 	var a *activities.CarrierAccountActivities
 	var res activities.RegisterCarrierAccountResult
@@ -481,7 +497,7 @@ func (r *registration) verify(ctx workflow.Context, method string, call func(wor
 	if err := call(workflow.WithActivityOptions(ctx, registrationCallOptions), nil).Get(ctx, &res); err != nil {
 		appErr := r.stepError(ctx, err)
 		if appErr.Type() == activities.ErrTypeRegistrationRefused {
-			return VerifyResult{Verified: false, Error: appErr.Message()}, nil
+			return r.refused(ctx, method, appErr.Message()), nil
 		}
 		return VerifyResult{}, appErr
 	}
@@ -490,10 +506,32 @@ func (r *registration) verify(ctx workflow.Context, method string, call func(wor
 		if msg == "" {
 			msg = "the carrier refused the verification"
 		}
-		return VerifyResult{Verified: false, Error: msg}, nil
+		return r.refused(ctx, method, msg), nil
 	}
 	r.phase, r.method = RegistrationPhaseCompleted, method
 	return VerifyResult{Verified: true}, nil
+}
+
+// wrongPINCapVersion introduced the wrong-PIN cap.
+const wrongPINCapVersion = "wrong-pin-cap"
+
+// refused answers a verification the carrier refused. A refused PIN counts
+// against the cap; the PIN that reaches it fails the registration (the
+// account is set to error), so PINs cannot be guessed without bound.
+func (r *registration) refused(ctx workflow.Context, method, msg string) VerifyResult {
+	if method != "pin" || workflow.GetVersion(ctx, wrongPINCapVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return VerifyResult{Verified: false, Error: msg}
+	}
+	r.wrongPINs++
+	limit := r.maxWrongPINs
+	if limit <= 0 {
+		limit = DefaultMaxWrongPINs
+	}
+	if r.wrongPINs >= limit {
+		r.end(ctx, RegistrationPhaseFailed, TooManyWrongPINsMessage, false)
+		return VerifyResult{Verified: false, Error: TooManyWrongPINsMessage}
+	}
+	return VerifyResult{Verified: false, Error: msg}
 }
 
 // stepError maps a failed MFA step. A lost carrier session ends the

@@ -370,3 +370,33 @@ func TestCarrierRegistrationReplay(t *testing.T) {
 	r.RegisterWorkflowWithOptions(CarrierRegistration, workflow.RegisterOptions{Name: CarrierRegistrationWorkflowType})
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file))
 }
+
+// TestWrongPINCapFailsTheRegistration: the PIN that reaches the cap fails
+// the registration (account set to error) and ends the run, so a PIN
+// cannot be guessed without bound, whichever API instance sends it.
+func (s *carrierRegistrationSuite) TestWrongPINCapFailsTheRegistration() {
+	s.expectRegister(mfaResult(), nil)
+	s.env.OnActivity(ca.VerifyCarrierPIN, mock.Anything, mock.Anything).
+		Return(activities.VerifyCarrierResult{Verified: false, Error: "Pin is invalid or expired.."}, nil).Times(3)
+	s.env.OnActivity(ca.EndCarrierRegistration, mock.Anything, mock.MatchedBy(func(in activities.EndCarrierRegistrationInput) bool {
+		return !in.DeleteAccount && in.Message == TooManyWrongPINsMessage
+	})).Return(activities.EndCarrierRegistrationResult{Changed: true}, nil).Once()
+
+	args := regArgs(true)
+	args.MaxWrongPINs = 3
+	s.update(0, "register", RegistrationUpdateRegister, args)
+	s.update(time.Second, "wrong1", RegistrationUpdateVerifyPIN, VerifyPINArgs{PIN: "000001"})
+	s.update(2*time.Second, "wrong2", RegistrationUpdateVerifyPIN, VerifyPINArgs{PIN: "000002"})
+	s.update(3*time.Second, "wrong3", RegistrationUpdateVerifyPIN, VerifyPINArgs{PIN: "000003"})
+	s.env.ExecuteWorkflow(CarrierRegistration, regInput(time.Hour))
+
+	var v VerifyResult
+	s.decode("wrong2", &v)
+	s.Equal(VerifyResult{Verified: false, Error: "Pin is invalid or expired.."}, v)
+	s.decode("wrong3", &v)
+	s.Equal(VerifyResult{Verified: false, Error: TooManyWrongPINsMessage}, v)
+	res := s.result()
+	s.Equal(RegistrationPhaseFailed, res.Status)
+	s.Equal(TooManyWrongPINsMessage, res.Failure)
+	s.env.AssertActivityNumberOfCalls(s.T(), "VerifyCarrierPIN", 3)
+}

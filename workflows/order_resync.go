@@ -130,5 +130,5 @@ func failureOf(err error) (msg, typ string) {
 	case errors.As(err, &canceledErr):
 		return "the resync was cancelled", "Canceled"
 	}
-	return err.Error(), ""
+	return activities.TenantMessage(err), ""
 }

@@ -137,8 +137,9 @@ func TestFailureOf(t *testing.T) {
 	msg, typ := failureOf(temporal.NewNonRetryableApplicationError("human message", "PlatformPermanent", errors.New("cause")))
 	require.Equal(t, "human message", msg)
 	require.Equal(t, "PlatformPermanent", typ)
-	msg, typ = failureOf(errors.New("plain"))
-	require.Equal(t, "plain", msg)
+	// A bare Go error is never shown to the tenant (it may name addresses).
+	msg, typ = failureOf(errors.New("dial tcp 10.0.0.7:443: connect: connection refused"))
+	require.Equal(t, activities.InternalFailureMessage, msg)
 	require.Empty(t, typ)
 }
 

@@ -102,6 +102,9 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := store.UpgradeSecrets(ctx, st, box, log); err != nil {
+		return fmt.Errorf("upgrade stored secrets: %w", err)
+	}
 	tc, err := dialTemporal(ctx, cfg, log)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -25,7 +26,21 @@ func runMigrate(ctx context.Context, args []string) error {
 	defer st.Close()
 	switch args[0] {
 	case "up":
-		return store.Migrate(ctx, st.Pool, log)
+		if err := store.Migrate(ctx, st.Pool, log); err != nil {
+			return err
+		}
+		// Secrets are re-sealed by Go, not SQL (it needs the key); serve
+		// and worker do it at start too.
+		if cfg.EncryptionKey == "" {
+			log.Info("FOS_ENCRYPTION_KEY not set: stored secrets are upgraded when serve or worker starts")
+			return nil
+		}
+		box, err := secrets.NewBox(cfg.EncryptionKey)
+		if err != nil {
+			return err
+		}
+		_, err = store.UpgradeSecrets(ctx, st, box, log)
+		return err
 	}
 	p, closeDB, err := store.Migrator(st.Pool)
 	if err != nil {

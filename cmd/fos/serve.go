@@ -49,6 +49,12 @@ func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
+	// Re-seal secrets stored in the old format (idempotent, see
+	// store.UpgradeSecrets) before anything reads them.
+	if _, err := store.UpgradeSecrets(ctx, st, box, log); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("upgrade stored secrets: %w", err)
+	}
 	tc, err := dialTemporal(ctx, cfg, log)
 	if err != nil {
 		st.Close()
@@ -73,7 +79,12 @@ func newMailer(cfg config.Config, log *slog.Logger) (email.Sender, error) {
 	if cfg.SMTPURL == "" {
 		return email.LogSender{Log: log}, nil
 	}
-	return email.NewSMTPSender(cfg.SMTPURL, cfg.MailFrom)
+	s, err := email.NewSMTPSender(cfg.SMTPURL, cfg.MailFrom)
+	if err != nil {
+		return nil, err
+	}
+	s.Insecure = cfg.SMTPInsecure
+	return s, nil
 }
 
 func apiDeps(svc *services, mailer email.Sender) api.Deps {
@@ -90,6 +101,7 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		BaseURL:     svc.cfg.BaseURL,
 
 		AllowPrivateURLs: svc.cfg.AllowPrivateURLs,
+		Limits:           svc.cfg.Limits,
 	}
 }
 
