@@ -44,6 +44,9 @@ type Deps struct {
 	// OrderHooks runs after an order is created (split rules, dispatchers);
 	// nil means rules.Noop.
 	OrderHooks rules.OrderHooks
+	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
+	// its key unrenewed (0: store.DefaultIdempotencyLease).
+	IdempotencyLease time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -65,6 +68,8 @@ type Server struct {
 	keyUse      keyUseRecorder
 	// orderHooks is never nil.
 	orderHooks rules.OrderHooks
+	// idempotencyLease: see Deps.IdempotencyLease.
+	idempotencyLease time.Duration
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -74,7 +79,7 @@ func NewRouter(d Deps) http.Handler {
 		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
 		carriers: d.Carriers, temporal: d.Temporal, taskQueue: d.TaskQueue,
 		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
-		orderHooks: d.OrderHooks,
+		orderHooks: d.OrderHooks, idempotencyLease: d.IdempotencyLease,
 	}
 	if s.orderHooks == nil {
 		s.orderHooks = rules.Noop{}
