@@ -48,6 +48,15 @@ type Config struct {
 	LLMBaseURL  string
 	LLMAPIKey   string
 	LLMModel    string
+	// HTTPWriteTimeout bounds a request's handling and answer; it must
+	// exceed the longest synchronous path (a label purchase: about two
+	// minutes at worst). ShutdownGrace is how long a stopping server lets
+	// in-flight requests finish.
+	HTTPWriteTimeout time.Duration
+	ShutdownGrace    time.Duration
+	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
+	// its key after its process died.
+	IdempotencyLease time.Duration
 }
 
 // Problems lists everything wrong with a configuration.
@@ -108,6 +117,21 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 		p = append(p, fmt.Sprintf("FOS_RATE_TIMEOUT=%q: must be a positive duration such as 10s", rt))
 	} else {
 		c.RateTimeout = d
+	}
+	for _, d := range []struct {
+		env, def string
+		dst      *time.Duration
+	}{
+		{"FOS_HTTP_WRITE_TIMEOUT", "3m", &c.HTTPWriteTimeout},
+		{"FOS_SHUTDOWN_GRACE", "3m", &c.ShutdownGrace},
+		{"FOS_IDEMPOTENCY_LEASE", "2m", &c.IdempotencyLease},
+	} {
+		v := get(d.env, d.def)
+		if x, err := time.ParseDuration(v); err != nil || x <= 0 {
+			p = append(p, fmt.Sprintf("%s=%q: must be a positive duration such as %s", d.env, v, d.def))
+		} else {
+			*d.dst = x
+		}
 	}
 	needsDB := mode == ModeServe || mode == ModeWorker || mode == ModeMigrate
 	if c.DatabaseURL == "" && needsDB {
