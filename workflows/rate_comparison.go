@@ -49,6 +49,23 @@ type RateComparisonInput struct {
 	State *RateComparisonState `json:"state,omitempty"`
 }
 
+// NewRateComparisonInput is the input of a comparison's processing, as
+// the API and the reconciler start it: the tuning defaults are pinned in
+// the run's input, so that changing a default later does not change how a
+// running comparison replays.
+func NewRateComparisonInput(orgID, comparisonID string, by Actor) RateComparisonInput {
+	return RateComparisonInput{
+		OrganizationID: orgID,
+		ComparisonID:   comparisonID,
+		RequestedBy:    by,
+		BatchSize:      DefaultRateComparisonBatchSize,
+		Parallelism:    DefaultRateComparisonParallelism,
+		BatchesPerRun:  DefaultRateComparisonBatchesPerRun,
+		// How long a batch is retried through a carrier outage.
+		BatchScheduleToClose: DefaultRateComparisonBatchScheduleToClose,
+	}
+}
+
 // RateComparisonState is the progress a run hands to the next one.
 type RateComparisonState struct {
 	SourceAccountID string `json:"sourceAccountId"`
