@@ -80,9 +80,7 @@ func EnsureMaintenanceSchedule(ctx context.Context, c client.Client, taskQueue s
 			ID:                       workflows.MaintenanceWorkflowID,
 			Workflow:                 workflows.MaintenanceWorkflowType,
 			TaskQueue:                taskQueue,
-			// Shorter than a few intervals: a stuck run cannot hold up
-			// the next ones for long (overlapping runs are skipped).
-			WorkflowExecutionTimeout: 15 * time.Minute,
+			WorkflowExecutionTimeout: 15 * time.Minute, // a stuck run holds up the next ones (skipped) for three intervals at most
 		},
 		note: "purges expired records (idempotency keys); reconciles rows waiting on workflows",
 	})
