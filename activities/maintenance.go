@@ -86,33 +86,105 @@ func (r *ReconcileRunsResult) add(o ReconcileRunsResult) {
 	r.Failed += o.Failed
 }
 
+// WaitingKind is one kind of row that waits on a workflow run, as the
+// reconciler sees it. Adding a kind is one more WaitingKind and a call to
+// ReconcileKind (see ReconcileRuns).
+type WaitingKind struct {
+	// Name names the kind in logs ("rate comparison").
+	Name string
+	// Stale lists up to limit rows that have waited since before cutoff.
+	Stale func(ctx context.Context, db store.DBTX, cutoff time.Time, limit int) ([]store.WaitingRow, error)
+	// Bound is how long a row may wait before it is looked at: longer than
+	// its job needs to get its run going, so that a start in flight is
+	// never mistaken for a missing run.
+	Bound time.Duration
+	// WorkflowID is the row's stable workflow id.
+	WorkflowID func(row store.WaitingRow) string
+	// AnyRun: every run of the id belongs to the row (its run settles the
+	// row before it closes); else only runs started since the row waits.
+	AnyRun bool
+	// Restart starts the row's run again under its id (nil: the job
+	// cannot resume; a missing run fails the row).
+	Restart func(ctx context.Context, row store.WaitingRow) error
+	// Fail marks the row failed with reason ("the workflow run was
+	// terminated in Temporal: …"), unless it changed meanwhile; it reports
+	// whether it did.
+	Fail func(ctx context.Context, row store.WaitingRow, reason string) (bool, error)
+}
+
 // ReconcileRuns settles the rows outside shipments, pickups and shipment
-// actions that wait on a workflow longer than their job's bound (rate
-// comparisons processing, carrier accounts pending registration): each
-// row's run is described (DescribeWaitingRun); an open run is left alone;
-// a missing run is started again under the same id when the job can resume
-// (a comparison resumes from its items), else the row is marked failed; a
-// run that closed without settling the row — terminated or reset in the
-// Temporal UI, timed out — marks it failed with the reason. A row that
-// fails to reconcile is logged and retried at the next run; the activity
-// fails when Temporal cannot be asked at all.
+// actions that wait on a workflow longer than their job's bound: rate
+// comparisons processing and carrier accounts pending registration
+// (ReconcileKind). It fails when Temporal cannot be asked at all.
 func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRunsInput) (ReconcileRunsResult, error) {
 	var out ReconcileRunsResult
 	if a.Temporal == nil {
 		return out, nil
 	}
-	for _, kind := range []func(context.Context) (ReconcileRunsResult, error){
-		a.reconcileRateComparisons,
-		a.reconcileCarrierRegistrations,
-	} {
-		res, err := kind(ctx)
+	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind()} {
+		res, err := a.ReconcileKind(ctx, kind)
 		out.add(res)
 		if err != nil {
 			return out, err
 		}
 	}
-	if out.Restarted+out.Failed > 0 {
-		a.log().Info("reconciled rows waiting on workflows", "checked", out.Checked, "restarted", out.Restarted, "failed", out.Failed)
+	return out, nil
+}
+
+// ReconcileKind settles the rows of kind that waited longer than its
+// bound: each row's run is described (DescribeWaitingRun); an open run is
+// left alone; a missing run is started again under the same id when the
+// kind can Restart, else the row fails ("the workflow never started"); a
+// run that closed without settling the row — terminated or reset in the
+// Temporal UI, timed out, failed — fails it with the reason. A row that
+// cannot be settled is logged and looked at again by the next run.
+func (a *MaintenanceActivities) ReconcileKind(ctx context.Context, kind WaitingKind) (ReconcileRunsResult, error) {
+	var out ReconcileRunsResult
+	log := a.log().With("kind", kind.Name)
+	rows, err := kind.Stale(ctx, a.Store.Pool, time.Now().Add(-kind.Bound), ReconcileBatch)
+	if err != nil {
+		return out, fmt.Errorf("list waiting %s rows: %w", kind.Name, err)
+	}
+	for _, row := range rows {
+		out.Checked++
+		wfID := kind.WorkflowID(row)
+		since := row.Since
+		if kind.AnyRun {
+			since = time.Time{}
+		}
+		run, err := DescribeWaitingRun(ctx, a.Temporal, wfID, since)
+		if err != nil {
+			if ctx.Err() != nil || isUnavailable(err) {
+				return out, err
+			}
+			log.Warn("reconcile: describe", "id", row.ID, "workflow_id", wfID, "error", err)
+			continue
+		}
+		if run.Open {
+			continue
+		}
+		if run.Missing && kind.Restart != nil {
+			if err := kind.Restart(ctx, row); err != nil {
+				log.Warn("reconcile: restart", "id", row.ID, "workflow_id", wfID, "error", err)
+				continue
+			}
+			log.Info("reconcile: restarted a missing run", "id", row.ID, "workflow_id", wfID)
+			out.Restarted++
+			continue
+		}
+		reason := run.Reason
+		if run.Missing {
+			reason = "the workflow never started"
+		}
+		changed, err := kind.Fail(ctx, row, reason)
+		if err != nil {
+			log.Warn("reconcile: mark failed", "id", row.ID, "workflow_id", wfID, "error", err)
+			continue
+		}
+		if changed {
+			log.Info("reconcile: marked failed, its run ended without settling it", "id", row.ID, "workflow_id", wfID, "reason", reason)
+			out.Failed++
+		}
 	}
 	return out, nil
 }
@@ -124,101 +196,52 @@ func (a *MaintenanceActivities) log() *slog.Logger {
 	return a.Logger
 }
 
-// rateComparisonWorkflowID mirrors workflows.RateComparisonWorkflowID
-// (workflows imports this package).
-func rateComparisonWorkflowID(id string) string { return "rate-comparison/" + id }
-
-// carrierRegistrationWorkflowID mirrors workflows.CarrierRegistrationWorkflowID.
-func carrierRegistrationWorkflowID(id string) string { return "carrier-registration/" + id }
-
-func (a *MaintenanceActivities) reconcileRateComparisons(ctx context.Context) (ReconcileRunsResult, error) {
-	var out ReconcileRunsResult
-	rows, err := store.StaleRateComparisons(ctx, a.Store.Pool, time.Now().Add(-RateComparisonStartBound), ReconcileBatch)
-	if err != nil {
-		return out, fmt.Errorf("list processing rate comparisons: %w", err)
-	}
-	for _, row := range rows {
-		out.Checked++
-		wfID := rateComparisonWorkflowID(row.ID.String())
-		run, err := DescribeWaitingRun(ctx, a.Temporal, wfID, row.Since)
-		if err != nil {
-			if ctx.Err() != nil || isUnavailable(err) {
-				return out, err
-			}
-			a.log().Warn("reconcile rate comparison: describe", "comparison_id", row.ID, "error", err)
-			continue
-		}
-		switch {
-		case run.Open:
-		case run.Missing:
-			// The process endpoint wrote processing but its run never
-			// started (the process died in between, or Temporal lost the
-			// start): start it; it resumes from the items.
-			if a.StartRateComparison == nil {
-				continue
-			}
-			if err := a.StartRateComparison(ctx, row.OrganizationID.String(), row.ID.String()); err != nil {
-				a.log().Warn("reconcile rate comparison: restart", "comparison_id", row.ID, "error", err)
-				continue
-			}
-			a.log().Info("restarted a rate comparison whose run was missing", "comparison_id", row.ID, "workflow_id", wfID)
-			out.Restarted++
-		default:
-			msg := "processing stopped: " + run.Reason + "; process the comparison again to finish the remaining items"
+// rateComparisonKind: a comparison processing; a missing run is started
+// again (it resumes from its items), a closed one fails the comparison
+// (unfinished items stay pending for a later process).
+func (a *MaintenanceActivities) rateComparisonKind() WaitingKind {
+	k := WaitingKind{
+		Name:  "rate comparison",
+		Stale: store.StaleRateComparisons,
+		Bound: RateComparisonStartBound,
+		// Mirrors workflows.RateComparisonWorkflowID (workflows imports this package).
+		WorkflowID: func(row store.WaitingRow) string { return "rate-comparison/" + row.ID.String() },
+		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			msg := "processing stopped: " + reason + "; process the comparison again to finish the remaining items"
 			c, err := store.FinishRateComparison(ctx, a.Store.Pool, row.OrganizationID, row.ID, store.FinishFailed, msg)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				a.log().Warn("reconcile rate comparison: mark failed", "comparison_id", row.ID, "error", err)
-				continue
+			if errors.Is(err, store.ErrNotFound) {
+				return false, nil
 			}
-			if err == nil && c.Status == store.RateComparisonFailed {
-				a.log().Info("marked a rate comparison failed: its run ended without closing it", "comparison_id", row.ID, "reason", run.Reason)
-				out.Failed++
-			}
+			return err == nil && c.Status == store.RateComparisonFailed && c.Error != nil && *c.Error == msg, err
+		},
+	}
+	if a.StartRateComparison != nil {
+		k.Restart = func(ctx context.Context, row store.WaitingRow) error {
+			return a.StartRateComparison(ctx, row.OrganizationID.String(), row.ID.String())
 		}
 	}
-	return out, nil
+	return k
 }
 
-func (a *MaintenanceActivities) reconcileCarrierRegistrations(ctx context.Context) (ReconcileRunsResult, error) {
-	var out ReconcileRunsResult
-	rows, err := store.StalePendingCarrierAccounts(ctx, a.Store.Pool, time.Now().Add(-CarrierRegistrationStartBound), ReconcileBatch)
-	if err != nil {
-		return out, fmt.Errorf("list pending carrier accounts: %w", err)
+// carrierRegistrationKind: a carrier account pending registration. A
+// registration cannot be restarted without the customer's answers: it
+// ends with the account in error, to be registered again.
+func (a *MaintenanceActivities) carrierRegistrationKind() WaitingKind {
+	return WaitingKind{
+		Name:  "carrier registration",
+		Stale: store.StalePendingCarrierAccounts,
+		Bound: CarrierRegistrationStartBound,
+		// Mirrors workflows.CarrierRegistrationWorkflowID.
+		WorkflowID: func(row store.WaitingRow) string { return "carrier-registration/" + row.ID.String() },
+		// A registration run settles the account (active, error or
+		// deleted) before it closes, so a pending account and a closed run
+		// never belong together.
+		AnyRun: true,
+		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			return store.FailOrphanedCarrierRegistration(ctx, a.Store.Pool, row.OrganizationID, row.ID, row.Since,
+				"registration ended: "+reason+"; register the account again")
+		},
 	}
-	for _, row := range rows {
-		out.Checked++
-		// Every run of the account counts: a registration run settles the
-		// account (active, error or deleted) before it closes, so a pending
-		// account and a closed run never belong together.
-		run, err := DescribeWaitingRun(ctx, a.Temporal, carrierRegistrationWorkflowID(row.ID.String()), time.Time{})
-		if err != nil {
-			if ctx.Err() != nil || isUnavailable(err) {
-				return out, err
-			}
-			a.log().Warn("reconcile carrier registration: describe", "carrier_account_id", row.ID, "error", err)
-			continue
-		}
-		if run.Open {
-			continue
-		}
-		// A registration cannot be restarted without the customer's
-		// answers: it ends, and the account can be registered again.
-		reason := run.Reason
-		if run.Missing {
-			reason = "the registration never started"
-		}
-		changed, err := store.FailOrphanedCarrierRegistration(ctx, a.Store.Pool, row.OrganizationID, row.ID, row.Since,
-			"registration ended: "+reason+"; register the account again")
-		if err != nil {
-			a.log().Warn("reconcile carrier registration: mark error", "carrier_account_id", row.ID, "error", err)
-			continue
-		}
-		if changed {
-			a.log().Info("ended a carrier registration left pending without a run", "carrier_account_id", row.ID, "reason", reason)
-			out.Failed++
-		}
-	}
-	return out, nil
 }
 
 func isUnavailable(err error) bool {

@@ -123,7 +123,7 @@ func TestReconcileRuns(t *testing.T) {
 	}
 	st, msg = acct(orphan)
 	require.Equal(t, "error", st)
-	require.Equal(t, "registration ended: the registration never started; register the account again", msg)
+	require.Equal(t, "registration ended: the workflow never started; register the account again", msg)
 	st, _ = acct(waiting)
 	require.Equal(t, "pending", st)
 	st, _ = acct(fresh)
