@@ -99,3 +99,43 @@ func TestMaintenanceReconcilesOrphanedRateComparisons(t *testing.T) {
 	done, _ = s.waitDone(terminated, 30*time.Second)
 	require.Equal(t, "completed", done["status"])
 }
+
+// A carrier account left pending by a registration run an operator
+// terminated in the UI ends in error with the operator's reason.
+func TestMaintenanceReconcilesTerminatedRegistration(t *testing.T) {
+	s := startWithCarriers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	signup := data(s.mustCall(201, "", "POST", "/api/v1/auth/signup", map[string]any{
+		"email": "mnt-" + uuid.NewString()[:8] + "@example.com", "password": "correct horse", "first_name": "M", "last_name": "T", "organization_name": "Maint",
+	}))
+	orgID := signup["organization"].(map[string]any)["id"].(string)
+	sealed, err := s.box.SealJSON(map[string]any{"accountNumber": "451134231"})
+	require.NoError(t, err)
+	ra, err := store.UpsertRegistrationAccount(ctx, s.store.Pool, store.CarrierAccount{
+		ID: uuid.New(), OrganizationID: uuid.MustParse(orgID), Name: "Stuck", Carrier: carriers.CarrierA,
+		Credentials: sealed, AccountNumberDigest: store.CarrierAccountNumberDigest("451134231"),
+	}, false)
+	require.NoError(t, err)
+	acctID := ra.Account.ID.String()
+	wfID := workflows.CarrierRegistrationWorkflowID(acctID)
+	_, err = s.temporal.ExecuteWorkflow(ctx, worker.StartOptions(wfID, "nobody-polls", orgID, map[string]any{"carrierAccountId": acctID}),
+		workflows.CarrierRegistration, workflows.CarrierRegistrationInput{OrganizationID: orgID, AccountID: acctID})
+	require.NoError(t, err)
+	require.NoError(t, s.temporal.TerminateWorkflow(ctx, wfID, "", "customer gave up"))
+	_, err = s.store.Pool.Exec(ctx, `UPDATE carrier_accounts SET updated_at = now() - interval '1 hour' WHERE id = $1`, acctID)
+	require.NoError(t, err)
+
+	require.NoError(t, worker.EnsureMaintenanceSchedule(ctx, s.temporal, taskQueue))
+	h := s.temporal.ScheduleClient().GetHandle(ctx, workflows.MaintenanceScheduleID)
+	require.NoError(t, h.Trigger(ctx, client.ScheduleTriggerOptions{}))
+
+	require.Eventually(t, func() bool {
+		a, err := store.CarrierAccountByID(ctx, s.store.Pool, uuid.MustParse(orgID), ra.Account.ID)
+		return err == nil && a.Status == store.CarrierAccountError
+	}, 20*time.Second, 100*time.Millisecond)
+	a, err := store.CarrierAccountByID(ctx, s.store.Pool, uuid.MustParse(orgID), ra.Account.ID)
+	require.NoError(t, err)
+	require.Contains(t, *a.LastError, "terminated in Temporal: customer gave up")
+	require.Contains(t, *a.LastError, "register the account again")
+}
