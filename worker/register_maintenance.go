@@ -24,10 +24,14 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 		Temporal: deps.Temporal,
 	}
 	if deps.Temporal != nil {
-		// The same options and input as POST /rate-comparisons/{id}/process,
-		// joining a run that exists.
+		queue := deps.BulkTaskQueue
+		if queue == "" {
+			queue = deps.TaskQueue
+		}
+		// The same queue, options and input as POST
+		// /rate-comparisons/{id}/process, joining a run that exists.
 		a.StartRateComparison = func(ctx context.Context, orgID, id string) error {
-			opts := StartOptions(workflows.RateComparisonWorkflowID(id), deps.TaskQueue, orgID, map[string]any{"comparisonId": id})
+			opts := StartOptions(workflows.RateComparisonWorkflowID(id), queue, orgID, map[string]any{"comparisonId": id})
 			_, err := deps.Temporal.ExecuteWorkflow(ctx, opts, workflows.RateComparison, workflows.NewRateComparisonInput(orgID, id, ReconcilerActor))
 			return err
 		}

@@ -36,6 +36,9 @@ type Deps struct {
 	// activities that start or describe workflows (set by New).
 	Temporal  client.Client
 	TaskQueue string
+	// BulkTaskQueue is where bulk work (rate comparisons) is started, as
+	// the API starts it (empty: TaskQueue).
+	BulkTaskQueue string
 }
 
 // New returns a worker on taskQueue with every workflow and activity
