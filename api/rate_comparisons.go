@@ -499,7 +499,7 @@ func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) e
 	// still open can only be a finished one closing down: replace it.
 	// (A start sent again after a lost answer joins instead.)
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING
-	if _, err := s.startWorkflow(r, opts, since, workflows.RateComparison, in); err != nil {
+	if _, err := s.startStableWorkflow(r, opts, since, workflows.RateComparison, in); err != nil {
 		if isStartUnknown(err) {
 			// The run may exist: the comparison stays processing. When it
 			// does not, the reconciler (Maintenance) starts it.

@@ -71,7 +71,7 @@ func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 		map[string]any{"orderId": in.OrderID})
 	// Nothing is written before the start, so a start whose outcome stays
 	// unknown is a 503 like any outage; a repeat joins the run if it exists.
-	run, err := s.startWorkflow(r, opts, time.Now(), workflows.OrderResync, in)
+	run, err := s.startStableWorkflow(r, opts, time.Now(), workflows.OrderResync, in)
 	if err != nil {
 		if isTemporalUnavailable(r.Context(), err) {
 			s.log.WarnContext(r.Context(), "start workflow", append(logAttrs(r), "workflow_id", opts.ID, "error", err.Error())...)

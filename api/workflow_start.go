@@ -77,7 +77,7 @@ func isStartUnknown(err error) bool {
 	return errors.As(err, &u)
 }
 
-// startWorkflow starts wf (opts.ID is a stable business id) and returns its
+// startStableWorkflow starts wf (opts.ID is a stable business id) and returns its
 // run. An answer lost to a deadline or an outage (startMayHaveRun) is
 // followed by the same start again, with USE_EXISTING so that it joins a
 // run the lost answer started, up to startAttempts times; then the
@@ -85,7 +85,7 @@ func isStartUnknown(err error) bool {
 // or a start that answered "no run" when described — nothing runs, the
 // caller may undo its row — or a *startUnknownError: the run may exist,
 // the caller must leave its row as it is.
-func (s *Server) startWorkflow(r *http.Request, opts client.StartWorkflowOptions, since time.Time, wf any, args ...any) (client.WorkflowRun, error) {
+func (s *Server) startStableWorkflow(r *http.Request, opts client.StartWorkflowOptions, since time.Time, wf any, args ...any) (client.WorkflowRun, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), startWorkflowTimeout)
 	run, err := s.temporal.ExecuteWorkflow(ctx, opts, wf, args...)
 	cancel()
