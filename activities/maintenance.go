@@ -2,15 +2,31 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
 	"github.com/fos-dev/fos/store"
 )
 
-// MaintenanceActivities keep the database tidy.
+// MaintenanceActivities keep the database tidy and reconcile the rows that
+// wait on a workflow with their runs.
 type MaintenanceActivities struct {
 	Store  *store.Store
 	Logger *slog.Logger
+	// Temporal describes the runs rows wait on (nil: nothing is
+	// reconciled).
+	Temporal client.Client
+	// StartRateComparison starts (or joins) a comparison's RateComparison
+	// workflow under its stable id; the worker wires it to the same
+	// options and input as the API's process endpoint.
+	StartRateComparison func(ctx context.Context, orgID, comparisonID string) error
 }
 
 // PurgeExpiredInput is the input of PurgeExpired.
@@ -22,7 +38,7 @@ type PurgeExpiredResult struct {
 }
 
 // PurgeExpired deletes Idempotency-Key records older than their 24-hour
-// lifetime (one DELETE; idempotent).
+// lifetime (one DELETE over an index; idempotent).
 func (a *MaintenanceActivities) PurgeExpired(ctx context.Context, _ PurgeExpiredInput) (PurgeExpiredResult, error) {
 	n, err := store.PurgeIdempotencyKeys(ctx, a.Store.Pool)
 	if err != nil {
@@ -32,4 +48,286 @@ func (a *MaintenanceActivities) PurgeExpired(ctx context.Context, _ PurgeExpired
 		a.Logger.Info("purged expired idempotency keys", "count", n)
 	}
 	return PurgeExpiredResult{IdempotencyKeys: n}, nil
+}
+
+// ---- reconciliation ----
+
+// Bounds of the rows ReconcileRuns looks at: a row that waits on a
+// workflow is only looked at once it has waited longer than its job needs
+// to get its run going, so a start in flight is never mistaken for a
+// missing run.
+const (
+	// RateComparisonStartBound: the process endpoint writes processing,
+	// then starts the run within about half a minute (re-sent starts
+	// included).
+	RateComparisonStartBound = 2 * time.Minute
+	// CarrierRegistrationStartBound: the register endpoint writes the
+	// pending account, then waits at most 90 seconds for the run's answer.
+	CarrierRegistrationStartBound = 10 * time.Minute
+	// ReconcileBatch is how many rows of a kind one run looks at.
+	ReconcileBatch = 200
+)
+
+// ReconcileRunsInput is the input of ReconcileRuns.
+type ReconcileRunsInput struct{}
+
+// ReconcileRunsResult counts what ReconcileRuns found and did.
+type ReconcileRunsResult struct {
+	// Checked rows; Restarted runs (started again under their id); Failed
+	// rows marked failed with the reason.
+	Checked   int `json:"checked"`
+	Restarted int `json:"restarted"`
+	Failed    int `json:"failed"`
+}
+
+func (r *ReconcileRunsResult) add(o ReconcileRunsResult) {
+	r.Checked += o.Checked
+	r.Restarted += o.Restarted
+	r.Failed += o.Failed
+}
+
+// WaitingKind is one kind of row that waits on a workflow run, as the
+// reconciler sees it. Adding a kind is one more WaitingKind and a call to
+// ReconcileKind (see ReconcileRuns).
+type WaitingKind struct {
+	// Name names the kind in logs ("rate comparison").
+	Name string
+	// Stale lists up to limit rows that have waited since before cutoff.
+	Stale func(ctx context.Context, db store.DBTX, cutoff time.Time, limit int) ([]store.WaitingRow, error)
+	// Bound is how long a row may wait before it is looked at: longer than
+	// its job needs to get its run going, so that a start in flight is
+	// never mistaken for a missing run.
+	Bound time.Duration
+	// WorkflowID is the row's stable workflow id.
+	WorkflowID func(row store.WaitingRow) string
+	// AnyRun: every run of the id belongs to the row (its run settles the
+	// row before it closes); else only runs started since the row waits.
+	AnyRun bool
+	// Restart starts the row's run again under its id (nil: the job
+	// cannot resume; a missing run fails the row).
+	Restart func(ctx context.Context, row store.WaitingRow) error
+	// Fail marks the row failed with reason ("the workflow run was
+	// terminated in Temporal: …"), unless it changed meanwhile; it reports
+	// whether it did.
+	Fail func(ctx context.Context, row store.WaitingRow, reason string) (bool, error)
+}
+
+// ReconcileRuns settles the rows outside shipments, pickups and shipment
+// actions that wait on a workflow longer than their job's bound: rate
+// comparisons processing and carrier accounts pending registration
+// (ReconcileKind). It fails when Temporal cannot be asked at all.
+func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRunsInput) (ReconcileRunsResult, error) {
+	var out ReconcileRunsResult
+	if a.Temporal == nil {
+		return out, nil
+	}
+	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind()} {
+		res, err := a.ReconcileKind(ctx, kind)
+		out.add(res)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// ReconcileKind settles the rows of kind that waited longer than its
+// bound: each row's run is described (DescribeWaitingRun); an open run is
+// left alone; a missing run is started again under the same id when the
+// kind can Restart, else the row fails ("the workflow never started"); a
+// run that closed without settling the row — terminated or reset in the
+// Temporal UI, timed out, failed — fails it with the reason. A row that
+// cannot be settled is logged and looked at again by the next run.
+func (a *MaintenanceActivities) ReconcileKind(ctx context.Context, kind WaitingKind) (ReconcileRunsResult, error) {
+	var out ReconcileRunsResult
+	log := a.log().With("kind", kind.Name)
+	rows, err := kind.Stale(ctx, a.Store.Pool, time.Now().Add(-kind.Bound), ReconcileBatch)
+	if err != nil {
+		return out, fmt.Errorf("list waiting %s rows: %w", kind.Name, err)
+	}
+	for _, row := range rows {
+		out.Checked++
+		wfID := kind.WorkflowID(row)
+		since := row.Since
+		if kind.AnyRun {
+			since = time.Time{}
+		}
+		run, err := DescribeWaitingRun(ctx, a.Temporal, wfID, since)
+		if err != nil {
+			if ctx.Err() != nil || isUnavailable(err) {
+				return out, err
+			}
+			log.Warn("reconcile: describe", "id", row.ID, "workflow_id", wfID, "error", err)
+			continue
+		}
+		if run.Open {
+			continue
+		}
+		if run.Missing && kind.Restart != nil {
+			if err := kind.Restart(ctx, row); err != nil {
+				log.Warn("reconcile: restart", "id", row.ID, "workflow_id", wfID, "error", err)
+				continue
+			}
+			log.Info("reconcile: restarted a missing run", "id", row.ID, "workflow_id", wfID)
+			out.Restarted++
+			continue
+		}
+		reason := run.Reason
+		if run.Missing {
+			reason = "the workflow never started"
+		}
+		changed, err := kind.Fail(ctx, row, reason)
+		if err != nil {
+			log.Warn("reconcile: mark failed", "id", row.ID, "workflow_id", wfID, "error", err)
+			continue
+		}
+		if changed {
+			log.Info("reconcile: marked failed, its run ended without settling it", "id", row.ID, "workflow_id", wfID, "reason", reason)
+			out.Failed++
+		}
+	}
+	return out, nil
+}
+
+func (a *MaintenanceActivities) log() *slog.Logger {
+	if a.Logger == nil {
+		return slog.Default()
+	}
+	return a.Logger
+}
+
+// rateComparisonKind: a comparison processing; a missing run is started
+// again (it resumes from its items), a closed one fails the comparison
+// (unfinished items stay pending for a later process).
+func (a *MaintenanceActivities) rateComparisonKind() WaitingKind {
+	k := WaitingKind{
+		Name:  "rate comparison",
+		Stale: store.StaleRateComparisons,
+		Bound: RateComparisonStartBound,
+		// Mirrors workflows.RateComparisonWorkflowID (workflows imports this package).
+		WorkflowID: func(row store.WaitingRow) string { return "rate-comparison/" + row.ID.String() },
+		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			msg := "processing stopped: " + reason + "; process the comparison again to finish the remaining items"
+			c, err := store.FinishRateComparison(ctx, a.Store.Pool, row.OrganizationID, row.ID, store.FinishFailed, msg)
+			if errors.Is(err, store.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil && c.Status == store.RateComparisonFailed && c.Error != nil && *c.Error == msg, err
+		},
+	}
+	if a.StartRateComparison != nil {
+		k.Restart = func(ctx context.Context, row store.WaitingRow) error {
+			return a.StartRateComparison(ctx, row.OrganizationID.String(), row.ID.String())
+		}
+	}
+	return k
+}
+
+// carrierRegistrationKind: a carrier account pending registration. A
+// registration cannot be restarted without the customer's answers: it
+// ends with the account in error, to be registered again.
+func (a *MaintenanceActivities) carrierRegistrationKind() WaitingKind {
+	return WaitingKind{
+		Name:  "carrier registration",
+		Stale: store.StalePendingCarrierAccounts,
+		Bound: CarrierRegistrationStartBound,
+		// Mirrors workflows.CarrierRegistrationWorkflowID.
+		WorkflowID: func(row store.WaitingRow) string { return "carrier-registration/" + row.ID.String() },
+		// A registration run settles the account (active, error or
+		// deleted) before it closes, so a pending account and a closed run
+		// never belong together.
+		AnyRun: true,
+		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			return store.FailOrphanedCarrierRegistration(ctx, a.Store.Pool, row.OrganizationID, row.ID, row.Since,
+				"registration ended: "+reason+"; register the account again")
+		},
+	}
+}
+
+func isUnavailable(err error) bool {
+	var unavailable *serviceerror.Unavailable
+	var deadline *serviceerror.DeadlineExceeded
+	return errors.As(err, &unavailable) || errors.As(err, &deadline) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// WaitingRun is what Temporal knows of the run a row waits on.
+type WaitingRun struct {
+	// Open: a run of the row is open; leave the row alone.
+	Open bool
+	// Missing: no run of the row exists (none with the id, or only runs
+	// that started before the row began to wait).
+	Missing bool
+	// Otherwise the row's run closed without settling the row: Status is
+	// how it closed and Reason says so for people ("the workflow run was
+	// terminated in Temporal: <reason> (by <identity>)", "… timed out", …).
+	Status enumspb.WorkflowExecutionStatus
+	RunID  string
+	Reason string
+}
+
+// DescribeWaitingRun describes workflow id for a row that waits on it
+// since since (zero: any run of the id belongs to the row). Describing is
+// strongly consistent (not visibility). It is the one reading every
+// reconciler uses: a row waiting longer than its job's bound is left alone
+// when Open, started again or failed when Missing, failed with Reason
+// otherwise.
+func DescribeWaitingRun(ctx context.Context, c client.Client, id string, since time.Time) (WaitingRun, error) {
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return WaitingRun{Missing: true}, nil
+	}
+	if err != nil {
+		return WaitingRun{}, fmt.Errorf("describe workflow %s: %w", id, err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	out := WaitingRun{Status: info.GetStatus(), RunID: info.GetExecution().GetRunId()}
+	if out.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		out.Open = true
+		return out, nil
+	}
+	// Clocks of the database and of Temporal may differ by a little.
+	if !since.IsZero() && info.GetStartTime().AsTime().Before(since.Add(-5*time.Second)) {
+		return WaitingRun{Missing: true}, nil
+	}
+	out.Reason = closeReason(ctx, c, id, out.RunID, out.Status)
+	return out, nil
+}
+
+// closeReason says how a run closed, with the operator's reason for a
+// termination (read from the run's close event; best effort).
+func closeReason(ctx context.Context, c client.Client, id, runID string, status enumspb.WorkflowExecutionStatus) string {
+	var closeEvent *historypb.HistoryEvent
+	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			break
+		}
+		closeEvent = ev
+	}
+	switch status {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		msg := "the workflow run was terminated in Temporal"
+		if attrs := closeEvent.GetWorkflowExecutionTerminatedEventAttributes(); attrs != nil {
+			if attrs.GetReason() != "" {
+				msg += ": " + attrs.GetReason()
+			}
+			if attrs.GetIdentity() != "" {
+				msg += " (by " + attrs.GetIdentity() + ")"
+			}
+		}
+		return msg
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "the workflow run timed out"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "the workflow run was cancelled"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		msg := "the workflow run failed"
+		if f := closeEvent.GetWorkflowExecutionFailedEventAttributes().GetFailure(); f != nil && f.GetMessage() != "" {
+			msg += ": " + f.GetMessage()
+		}
+		return msg
+	}
+	return "the workflow run ended without recording its outcome"
 }

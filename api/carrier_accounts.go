@@ -595,8 +595,11 @@ func (s *Server) registerCarrierA(w http.ResponseWriter, r *http.Request) error 
 	}
 	res, err := s.startCarrierARegistration(r, p.OrganizationID.String(), acctID, args)
 	if err != nil {
-		if ra.Created && isTemporalUnavailable(r.Context(), err) {
-			// Nothing runs for the account: do not leave it pending.
+		if ra.Created && isTemporalUnavailable(r.Context(), err) && !isStartUnknown(err) {
+			// Temporal refused, or has no run for the account: nothing
+			// runs for it, do not leave it pending. When the run may exist
+			// the account stays pending; the reconciler settles it if the
+			// run does not.
 			if _, derr := store.DeletePendingCarrierAccount(context.WithoutCancel(r.Context()), s.store.Pool, p.OrganizationID, ra.Account.ID); derr != nil {
 				s.log.WarnContext(r.Context(), "remove unregistered carrier account", append(logAttrs(r), "carrier_account_id", acctID, "error", derr.Error())...)
 			}
@@ -611,18 +614,28 @@ func (s *Server) registerCarrierA(w http.ResponseWriter, r *http.Request) error 
 // CarrierRegistration workflow, starting it when none runs
 // (update-with-start), and waits for the carrier's answer. A run that is
 // just closing refuses the update; the update is then sent again, which
-// starts a new run.
+// starts a new run. An answer lost to a deadline or an outage
+// (startMayHaveRun) sends the same update again under the same update id,
+// so that Temporal answers the first one's outcome instead of registering
+// twice; when the outcome is still unknown the workflow is described, and
+// the error is a *startUnknownError unless Temporal knows no run of this
+// request.
 func (s *Server) startCarrierARegistration(r *http.Request, orgID, acctID string, args workflows.RegisterArgs) (workflows.RegisterResult, error) {
-	ctx, cancel := context.WithTimeout(r.Context(), carrierARegistrationTimeout)
+	since := time.Now()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), carrierARegistrationTimeout)
 	defer cancel()
 	wfID := workflows.CarrierRegistrationWorkflowID(acctID)
+	updateID := uuid.NewString()
 	var lastErr error
+	waitClose := false
 	for attempt := 0; attempt < 3; attempt++ {
-		if attempt > 0 {
+		if waitClose {
 			// Wait for the closing run to close.
 			wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
 			_ = s.temporal.GetWorkflow(wctx, wfID, "").Get(wctx, nil)
 			wcancel()
+			// A new run gets a new update.
+			updateID = uuid.NewString()
 		}
 		opts := worker.StartOptions(wfID, s.taskQueue, orgID, map[string]any{"carrierAccountId": acctID})
 		op := s.temporal.NewWithStartWorkflowOperation(opts, workflows.CarrierRegistration, workflows.CarrierRegistrationInput{
@@ -631,6 +644,7 @@ func (s *Server) startCarrierARegistration(r *http.Request, orgID, acctID string
 		handle, err := s.temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: op,
 			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateID:     updateID,
 				WorkflowID:   wfID,
 				UpdateName:   workflows.RegistrationUpdateRegister,
 				Args:         []any{args},
@@ -645,9 +659,22 @@ func (s *Server) startCarrierARegistration(r *http.Request, orgID, acctID string
 			return res, nil
 		}
 		lastErr = err
+		if startMayHaveRun(err) {
+			waitClose = false
+			s.log.WarnContext(r.Context(), "carrier registration outcome unknown; sending it again", append(logAttrs(r), "workflow_id", wfID, "attempt", attempt, "error", err.Error())...)
+			continue
+		}
 		var appErr *temporal.ApplicationError
 		if !errors.As(err, &appErr) || appErr.Type() != workflows.ErrTypeRegistrationNotWaiting && appErr.Type() != workflows.ErrTypeRegistrationExpired {
-			break
+			return workflows.RegisterResult{}, err
+		}
+		waitClose = true
+	}
+	if startMayHaveRun(lastErr) {
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(r.Context()), startRetryTimeout)
+		defer dcancel()
+		if _, found, derr := s.runStartedSince(dctx, wfID, since); derr != nil || found {
+			return workflows.RegisterResult{}, &startUnknownError{err: lastErr}
 		}
 	}
 	return workflows.RegisterResult{}, lastErr

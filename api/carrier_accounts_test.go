@@ -476,9 +476,12 @@ func TestCarrierARegisterFailures(t *testing.T) {
 	})
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/carrier-accounts/carrier_a/register", registerBody("451134221")), 502, "carrier_error")
 
-	// Temporal is unreachable: 503, and the new account is not left behind.
-	tc.On("NewWithStartWorkflowOperation", mock.Anything, mock.Anything, mock.Anything).Return(fakeStartOp{}).Once()
-	tc.On("UpdateWithStartWorkflow", mock.Anything, mock.Anything).Return(nil, serviceerror.NewUnavailable("connection refused")).Once()
+	// Temporal is unreachable (the update-with-start is sent again, then
+	// Temporal says there is no run): 503, and the new account is not left
+	// behind.
+	tc.On("NewWithStartWorkflowOperation", mock.Anything, mock.Anything, mock.Anything).Return(fakeStartOp{}).Times(3)
+	tc.On("UpdateWithStartWorkflow", mock.Anything, mock.Anything).Return(nil, serviceerror.NewUnavailable("connection refused")).Times(3)
+	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(nil, serviceerror.NewNotFound("no run")).Once()
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/carrier-accounts/carrier_a/register", registerBody("451134299")), 503, "temporal_unavailable")
 	var n int
 	require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(),

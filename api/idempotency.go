@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/fos-dev/fos/store"
@@ -39,6 +40,11 @@ func (c *captureWriter) Write(b []byte) (int, error) {
 // 24 hours; the same key with another request is 409 (CONTRACT 4). A first
 // request that fails with a 5xx releases the key so it can be retried.
 //
+// While the first request runs, a repeat is 409 (in progress). Its claim is
+// a lease (Deps.IdempotencyLease, default two minutes) that the request
+// renews while its handler runs; when the process dies mid-request, nobody
+// renews it and a repeat succeeds once the lease has run out.
+//
 // Keys are scoped to the caller (the user or the API key) as well as the
 // organization: a stored response is only ever replayed to whoever received
 // it first, so a replay can never get past the scope and role checks that
@@ -67,7 +73,7 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 		h.Write(body)
 
 		ctx := r.Context()
-		stored, err := store.ClaimIdempotencyKey(ctx, s.store.Pool, p.OrganizationID, key, h.Sum(nil))
+		claim, stored, err := store.ClaimIdempotencyKey(ctx, s.store.Pool, p.OrganizationID, key, h.Sum(nil), s.idempotencyLease)
 		switch {
 		case errors.Is(err, store.ErrIdempotencyMismatch):
 			s.respondError(w, r, errConflict("Idempotency-Key was already used with a different request"))
@@ -90,15 +96,17 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 
 		cw := &captureWriter{ResponseWriter: w}
 		completed := false
+		stopRenewing := s.keepIdempotencyClaim(ctx, *claim)
 		defer func() {
+			stopRenewing()
 			// Record the outcome even if the client has gone away.
 			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			if !completed || cw.status >= 500 || cw.status == 0 || cw.status == http.StatusTooManyRequests {
-				_ = store.ReleaseIdempotencyKey(bg, s.store.Pool, p.OrganizationID, key)
+				_ = store.ReleaseIdempotencyKey(bg, s.store.Pool, *claim)
 				return
 			}
-			if err := store.CompleteIdempotencyKey(bg, s.store.Pool, p.OrganizationID, key, store.IdempotentResponse{
+			if err := store.CompleteIdempotencyKey(bg, s.store.Pool, *claim, store.IdempotentResponse{
 				StatusCode: cw.status, ContentType: cw.Header().Get("Content-Type"), Body: cw.buf.Bytes(),
 			}); err != nil {
 				s.log.Warn("store idempotent response", "request_id", requestIDFrom(ctx), "error", err)
@@ -107,6 +115,48 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 		next.ServeHTTP(cw, r)
 		completed = true
 	})
+}
+
+// keepIdempotencyClaim renews claim's lease every third of the lease until
+// the returned stop is called, so a live request keeps its key however long
+// its handler runs. It costs a timer, not a goroutine, per request; a
+// request shorter than a third of the lease never writes a renewal.
+func (s *Server) keepIdempotencyClaim(ctx context.Context, claim store.IdempotencyClaim) (stop func()) {
+	lease := s.idempotencyLease
+	if lease <= 0 {
+		lease = store.DefaultIdempotencyLease
+	}
+	every := lease / 3
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	renew := func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
+		held, err := store.RenewIdempotencyKey(rctx, s.store.Pool, claim, lease)
+		cancel()
+		switch {
+		case err != nil:
+			s.log.Warn("renew Idempotency-Key lease", "request_id", requestIDFrom(ctx), "error", err)
+		case !held:
+			return // completed meanwhile, or taken over: nothing to keep
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t.Reset(every)
+		}
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, renew)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }
 
 type errReader struct{ err error }

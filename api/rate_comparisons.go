@@ -481,6 +481,7 @@ func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) e
 	}
 	p := mustPrincipal(r)
 	wfID := workflows.RateComparisonWorkflowID(c.ID.String())
+	since := time.Now()
 	started, prev, err := store.StartRateComparison(r.Context(), s.store.Pool, p.OrganizationID, c.ID, wfID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -491,26 +492,23 @@ func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 
-	in := workflows.RateComparisonInput{
-		OrganizationID: p.OrganizationID.String(),
-		ComparisonID:   c.ID.String(),
-		RequestedBy:    workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name},
-		// Pinned in the run's input, so that changing a default later does
-		// not change how a running comparison replays.
-		BatchSize:     workflows.DefaultRateComparisonBatchSize,
-		Parallelism:   workflows.DefaultRateComparisonParallelism,
-		BatchesPerRun: workflows.DefaultRateComparisonBatchesPerRun,
-		// How long a batch is retried through a carrier outage.
-		BatchScheduleToClose: workflows.DefaultRateComparisonBatchScheduleToClose,
-	}
+	in := workflows.NewRateComparisonInput(p.OrganizationID.String(), c.ID.String(),
+		workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name})
 	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"comparisonId": in.ComparisonID})
 	// The comparison was draft or failed, so a run with this id that is
 	// still open can only be a finished one closing down: replace it.
+	// (A start sent again after a lost answer joins instead.)
 	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING
-	ctx, cancel := context.WithTimeout(r.Context(), startWorkflowTimeout)
-	defer cancel()
-	if _, err := s.temporal.ExecuteWorkflow(ctx, opts, workflows.RateComparison, in); err != nil {
-		// Put the comparison back, so that it can be processed again.
+	if _, err := s.startStableWorkflow(r, opts, since, workflows.RateComparison, in); err != nil {
+		if isStartUnknown(err) {
+			// The run may exist: the comparison stays processing. When it
+			// does not, the reconciler (Maintenance) starts it.
+			s.log.WarnContext(r.Context(), "rate comparison start outcome unknown; left to the reconciler", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
+			writeData(w, http.StatusAccepted, toRateComparisonJSON(started))
+			return nil
+		}
+		// Nothing runs: put the comparison back, so that it can be
+		// processed again.
 		if rerr := store.RevertRateComparisonStart(context.WithoutCancel(r.Context()), s.store.Pool, p.OrganizationID, c.ID, prev); rerr != nil {
 			s.log.ErrorContext(r.Context(), "revert rate comparison start", append(logAttrs(r), "comparison_id", c.ID, "error", rerr.Error())...)
 		}

@@ -311,11 +311,19 @@ func TestRateComparisonList(t *testing.T) {
 // expectRateComparisonStart expects one RateComparison start.
 func expectRateComparisonStart(t *testing.T, tc *mocks.Client, orgID, id string, err error) {
 	t.Helper()
+	expectRateComparisonStartWith(t, tc, orgID, id, enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING, err, 1)
+}
+
+// expectRateComparisonStartWith expects times RateComparison starts with
+// the given conflict policy (a start sent again after a lost answer joins:
+// USE_EXISTING).
+func expectRateComparisonStartWith(t *testing.T, tc *mocks.Client, orgID, id string, policy enumspb.WorkflowIdConflictPolicy, err error, times int) {
+	t.Helper()
 	call := tc.On("ExecuteWorkflow", mock.Anything,
 		mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
 			org, ok := o.TypedSearchAttributes.GetKeyword(worker.OrganizationIDKey)
 			return o.ID == "rate-comparison/"+id && o.TaskQueue == "fos-test" &&
-				o.WorkflowIDConflictPolicy == enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING &&
+				o.WorkflowIDConflictPolicy == policy &&
 				ok && org == orgID && o.Memo["comparisonId"] == id
 		}),
 		mock.MatchedBy(func(fn any) bool {
@@ -329,13 +337,13 @@ func expectRateComparisonStart(t *testing.T, tc *mocks.Client, orgID, id string,
 		}),
 	)
 	if err != nil {
-		call.Return(nil, err).Once()
+		call.Return(nil, err).Times(times)
 		return
 	}
 	run := mocks.NewWorkflowRun(t)
 	run.On("GetID").Return(workflows.RateComparisonWorkflowID(id)).Maybe()
 	run.On("GetRunID").Return("run-1").Maybe()
-	call.Return(run, nil).Once()
+	call.Return(run, nil).Times(times)
 }
 
 func TestRateComparisonProcess(t *testing.T) {
@@ -352,8 +360,11 @@ func TestRateComparisonProcess(t *testing.T) {
 	require.Contains(t, string(res.Raw), "carrier_a")
 	rcAccount(t, e, owner.org, "carrier_a", "active", true)
 
-	// Temporal unreachable: 503, and the comparison stays a draft.
+	// Temporal unreachable (the start is sent again; then Temporal says
+	// there is no run): 503, and the comparison stays a draft.
 	expectRateComparisonStart(t, tc, owner.org, id, serviceerror.NewUnavailable("connection refused"))
+	expectRateComparisonStartWith(t, tc, owner.org, id, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, serviceerror.NewUnavailable("connection refused"), startAttempts-1)
+	tc.On("DescribeWorkflowExecution", mock.Anything, "rate-comparison/"+id, "").Return(nil, serviceerror.NewNotFound("no run")).Once()
 	requireError(t, e.do(owner.caller, "POST", path, nil), 503, "temporal_unavailable")
 	res = e.do(owner.caller, "GET", "/api/v1/rate-comparisons/"+id, nil)
 	require.Equal(t, "draft", res.data()["status"])

@@ -69,9 +69,9 @@ func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 	}
 	opts := worker.StartOptions(workflows.OrderResyncWorkflowID(in.OrderID), s.taskQueue, in.OrganizationID,
 		map[string]any{"orderId": in.OrderID})
-	ctx, cancel := context.WithTimeout(r.Context(), startWorkflowTimeout)
-	defer cancel()
-	run, err := s.temporal.ExecuteWorkflow(ctx, opts, workflows.OrderResync, in)
+	// Nothing is written before the start, so a start whose outcome stays
+	// unknown is a 503 like any outage; a repeat joins the run if it exists.
+	run, err := s.startStableWorkflow(r, opts, time.Now(), workflows.OrderResync, in)
 	if err != nil {
 		if isTemporalUnavailable(r.Context(), err) {
 			s.log.WarnContext(r.Context(), "start workflow", append(logAttrs(r), "workflow_id", opts.ID, "error", err.Error())...)

@@ -123,8 +123,10 @@ func TestResyncOrderTemporalUnavailable(t *testing.T) {
 	owner := e.signup()
 	orderID := resyncFixtureOrder(t, e, owner.org, false)
 
+	// Unreachable: the start is sent again, then the workflow described.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
-		Return(nil, serviceerror.NewUnavailable("connection refused")).Once()
+		Return(nil, serviceerror.NewUnavailable("connection refused")).Times(startAttempts)
+	tc.On("DescribeWorkflowExecution", mock.Anything, "order-resync/"+orderID, "").Return(nil, serviceerror.NewUnavailable("connection refused")).Once()
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/orders/"+orderID+"/resync", nil), 503, "temporal_unavailable")
 
 	// Any other refusal is an internal error that shows nothing of Temporal.

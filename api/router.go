@@ -51,6 +51,9 @@ type Deps struct {
 	AllowPrivateURLs bool
 	// Limits are the abuse limits; unset fields take their defaults.
 	Limits config.Limits
+	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
+	// its key unrenewed (0: store.DefaultIdempotencyLease).
+	IdempotencyLease time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -75,6 +78,8 @@ type Server struct {
 	// allowPrivateURLs: see Deps.AllowPrivateURLs.
 	allowPrivateURLs bool
 	limits           *limiters
+	// idempotencyLease: see Deps.IdempotencyLease.
+	idempotencyLease time.Duration
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -84,7 +89,7 @@ func NewRouter(d Deps) http.Handler {
 		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
 		carriers: d.Carriers, temporal: d.Temporal, taskQueue: d.TaskQueue,
 		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
-		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs, limits: newLimiters(d.Limits),
+		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs, limits: newLimiters(d.Limits), idempotencyLease: d.IdempotencyLease,
 	}
 	if s.orderHooks == nil {
 		s.orderHooks = rules.Noop{}

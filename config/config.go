@@ -61,6 +61,15 @@ type Config struct {
 	// link-local and metadata addresses (FOS_ALLOW_PRIVATE_URLS; default
 	// only under `fos dev`).
 	AllowPrivateURLs bool
+	// HTTPWriteTimeout bounds a request's handling and answer; it must
+	// exceed the longest synchronous path (a label purchase: about two
+	// minutes at worst). ShutdownGrace is how long a stopping server lets
+	// in-flight requests finish.
+	HTTPWriteTimeout time.Duration
+	ShutdownGrace    time.Duration
+	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
+	// its key after its process died.
+	IdempotencyLease time.Duration
 }
 
 // Problems lists everything wrong with a configuration.
@@ -133,6 +142,21 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	limits, lp := loadLimits(get)
 	c.Limits = limits
 	p = append(p, lp...)
+	for _, d := range []struct {
+		env, def string
+		dst      *time.Duration
+	}{
+		{"FOS_HTTP_WRITE_TIMEOUT", "3m", &c.HTTPWriteTimeout},
+		{"FOS_SHUTDOWN_GRACE", "3m", &c.ShutdownGrace},
+		{"FOS_IDEMPOTENCY_LEASE", "2m", &c.IdempotencyLease},
+	} {
+		v := get(d.env, d.def)
+		if x, err := time.ParseDuration(v); err != nil || x <= 0 {
+			p = append(p, fmt.Sprintf("%s=%q: must be a positive duration such as %s", d.env, v, d.def))
+		} else {
+			*d.dst = x
+		}
+	}
 	needsDB := mode == ModeServe || mode == ModeWorker || mode == ModeMigrate
 	if c.DatabaseURL == "" && needsDB {
 		p = append(p, "DATABASE_URL is required (a PostgreSQL URL, e.g. postgres://fos@localhost:5432/fos)")

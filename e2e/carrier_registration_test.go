@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fos-dev/fos/carriers"
@@ -192,9 +193,16 @@ func TestCarrierRegistrationExpiresEndToEnd(t *testing.T) {
 	run, err := s.temporal.ExecuteWorkflow(ctx, worker.StartOptions(wfID, taskQueue, orgID, map[string]any{"carrierAccountId": acctID}),
 		workflows.CarrierRegistration, workflows.CarrierRegistrationInput{OrganizationID: orgID, AccountID: acctID, Timeout: 2 * time.Second})
 	require.NoError(t, err)
+	// The run fails (the Temporal UI shows it), its result in the details.
 	var res workflows.CarrierRegistrationResult
-	require.NoError(t, run.Get(ctx, &res))
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, run.Get(ctx, &res), &appErr)
+	require.Equal(t, workflows.ErrTypeRegistrationExpired, appErr.Type())
+	require.NoError(t, appErr.Details(&res))
 	require.Equal(t, workflows.RegistrationPhaseExpired, res.Status)
+	desc, err := s.temporal.DescribeWorkflowExecution(ctx, wfID, "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, desc.GetWorkflowExecutionInfo().GetStatus())
 
 	acct := data(s.mustCall(200, key, "GET", "/api/v1/carrier-accounts/"+acctID, nil))
 	require.Equal(t, "error", acct["status"])

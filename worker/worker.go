@@ -32,12 +32,20 @@ type Deps struct {
 	Logger   *slog.Logger
 	// Options tunes the Temporal worker (zero value: SDK defaults).
 	Options sdkworker.Options
+	// Temporal and TaskQueue are the worker's client and queue, for the
+	// activities that start or describe workflows (set by New).
+	Temporal  client.Client
+	TaskQueue string
+	// BulkTaskQueue is where bulk work (rate comparisons) is started, as
+	// the API starts it (empty: TaskQueue).
+	BulkTaskQueue string
 }
 
 // New returns a worker on taskQueue with every workflow and activity
 // registered. The caller starts and stops it (Run, Start, Stop).
 func New(c client.Client, taskQueue string, deps Deps) sdkworker.Worker {
 	w := sdkworker.New(c, taskQueue, deps.Options)
+	deps.Temporal, deps.TaskQueue = c, taskQueue
 	Register(w, deps)
 	return w
 }
@@ -57,8 +65,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 		Logger:    logger.With("component", "activities"),
 	})
 	deps.Logger = logger
-	r.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowType})
-	r.RegisterActivity(&activities.MaintenanceActivities{Store: deps.Store, Logger: logger.With("component", "activities")})
+	registerMaintenance(r, deps)
 	// One function per domain, each in its own file (register_<domain>.go).
 	registerCarrierAccounts(r, deps)
 	registerShipments(r, deps)

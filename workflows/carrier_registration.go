@@ -248,8 +248,40 @@ func CarrierRegistration(ctx workflow.Context, in CarrierRegistrationInput) (Car
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return r.result(), err
 	}
-	return r.result(), nil
+	return r.result(), r.outcomeError(ctx)
 }
+
+// Error types of a CarrierRegistration run that ended without a verified
+// account (the run fails, so the Temporal UI shows it failed).
+const (
+	// ErrTypeRegistrationFailed: the carrier refused the registration, or
+	// the account was deleted while it waited.
+	ErrTypeRegistrationFailed = "RegistrationFailed"
+)
+
+// outcomeError fails a run whose registration failed or expired (types
+// ErrTypeRegistrationFailed, ErrTypeRegistrationExpired; the result is the
+// error's details). Runs recorded before this change complete as they did
+// (workflow.GetVersion).
+func (r *registration) outcomeError(ctx workflow.Context) error {
+	var typ string
+	switch r.phase {
+	case RegistrationPhaseFailed:
+		typ = ErrTypeRegistrationFailed
+	case RegistrationPhaseExpired:
+		typ = ErrTypeRegistrationExpired
+	default:
+		return nil
+	}
+	if workflow.GetVersion(ctx, versionFailedOutcomeFailsRun, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError("carrier registration "+r.phase+": "+r.failure, typ, nil, r.result())
+}
+
+// versionFailedOutcomeFailsRun is the change id of "a run whose business
+// outcome failed ends failed" (CarrierRegistration, RateComparison).
+const versionFailedOutcomeFailsRun = "failed-outcome-fails-run"
 
 type registration struct {
 	in    CarrierRegistrationInput

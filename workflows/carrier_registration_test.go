@@ -112,11 +112,25 @@ func (s *carrierRegistrationSuite) failure(label string) (string, string) {
 	return appErr.Type(), appErr.Message()
 }
 
+// result is the run's result. Only a completed registration completes the
+// run; one that failed or expired fails it (so the Temporal UI shows it),
+// with the result in the error's details.
 func (s *carrierRegistrationSuite) result() CarrierRegistrationResult {
 	s.Require().True(s.env.IsWorkflowCompleted())
-	s.Require().NoError(s.env.GetWorkflowError())
 	var res CarrierRegistrationResult
+	if err := s.env.GetWorkflowError(); err != nil {
+		var appErr *temporal.ApplicationError
+		s.Require().True(errors.As(err, &appErr), "%v", err)
+		s.Require().True(appErr.NonRetryable())
+		s.Require().NoError(appErr.Details(&res))
+		want := map[string]string{RegistrationPhaseFailed: ErrTypeRegistrationFailed, RegistrationPhaseExpired: ErrTypeRegistrationExpired}[res.Status]
+		s.Require().NotEmpty(want, "a %s registration fails the run", res.Status)
+		s.Require().Equal(want, appErr.Type())
+		s.Require().Contains(appErr.Message(), res.Failure)
+		return res
+	}
 	s.Require().NoError(s.env.GetWorkflowResult(&res))
+	s.Require().Equal(RegistrationPhaseCompleted, res.Status, "only a completed registration completes the run")
 	return res
 }
 
@@ -399,4 +413,20 @@ func (s *carrierRegistrationSuite) TestWrongPINCapFailsTheRegistration() {
 	s.Equal(RegistrationPhaseFailed, res.Status)
 	s.Equal(TooManyWrongPINsMessage, res.Failure)
 	s.env.AssertActivityNumberOfCalls(s.T(), "VerifyCarrierPIN", 3)
+}
+
+// A run that started before failed outcomes failed the run (its history
+// has no version marker) still completes, so it replays.
+func (s *carrierRegistrationSuite) TestFailedOutcomeBeforeVersionCompletes() {
+	s.env.OnGetVersion(versionFailedOutcomeFailsRun, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	s.expectRegister(mfaResult(), nil)
+	s.env.OnActivity(ca.EndCarrierRegistration, mock.Anything, mock.Anything).Return(activities.EndCarrierRegistrationResult{Changed: true}, nil).Once()
+	s.update(0, "register", RegistrationUpdateRegister, regArgs(false))
+	s.env.ExecuteWorkflow(CarrierRegistration, regInput(time.Minute))
+
+	s.Require().True(s.env.IsWorkflowCompleted())
+	s.Require().NoError(s.env.GetWorkflowError())
+	var res CarrierRegistrationResult
+	s.Require().NoError(s.env.GetWorkflowResult(&res))
+	s.Equal(RegistrationPhaseExpired, res.Status)
 }

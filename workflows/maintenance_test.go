@@ -11,28 +11,32 @@ import (
 	"github.com/fos-dev/fos/activities"
 )
 
-func TestMaintenancePurges(t *testing.T) {
+func TestMaintenancePurgesAndReconciles(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.MaintenanceActivities
 	env.RegisterActivity(a)
 	env.OnActivity(a.PurgeExpired, mock.Anything, activities.PurgeExpiredInput{}).Return(activities.PurgeExpiredResult{IdempotencyKeys: 7}, nil).Once()
+	env.OnActivity(a.ReconcileRuns, mock.Anything, activities.ReconcileRunsInput{}).Return(activities.ReconcileRunsResult{Checked: 3, Restarted: 1, Failed: 1}, nil).Once()
 	env.ExecuteWorkflow(Maintenance)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res MaintenanceResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, int64(7), res.IdempotencyKeys)
+	require.Equal(t, MaintenanceResult{IdempotencyKeys: 7, Runs: activities.ReconcileRunsResult{Checked: 3, Restarted: 1, Failed: 1}}, res)
 	env.AssertExpectations(t)
 }
 
-func TestMaintenanceRetriesThenFails(t *testing.T) {
+// A failed step does not stop the next one, and fails the run.
+func TestMaintenanceStepFailsRunButNextStepRuns(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	var a *activities.MaintenanceActivities
 	env.RegisterActivity(a)
 	env.OnActivity(a.PurgeExpired, mock.Anything, mock.Anything).Return(activities.PurgeExpiredResult{}, errors.New("db down")).Times(5)
+	env.OnActivity(a.ReconcileRuns, mock.Anything, mock.Anything).Return(activities.ReconcileRunsResult{Checked: 1}, nil).Once()
 	env.ExecuteWorkflow(Maintenance)
 	require.Error(t, env.GetWorkflowError())
+	require.Contains(t, env.GetWorkflowError().Error(), "db down")
 	env.AssertExpectations(t)
 }

@@ -49,6 +49,23 @@ type RateComparisonInput struct {
 	State *RateComparisonState `json:"state,omitempty"`
 }
 
+// NewRateComparisonInput is the input of a comparison's processing, as
+// the API and the reconciler start it: the tuning defaults are pinned in
+// the run's input, so that changing a default later does not change how a
+// running comparison replays.
+func NewRateComparisonInput(orgID, comparisonID string, by Actor) RateComparisonInput {
+	return RateComparisonInput{
+		OrganizationID: orgID,
+		ComparisonID:   comparisonID,
+		RequestedBy:    by,
+		BatchSize:      DefaultRateComparisonBatchSize,
+		Parallelism:    DefaultRateComparisonParallelism,
+		BatchesPerRun:  DefaultRateComparisonBatchesPerRun,
+		// How long a batch is retried through a carrier outage.
+		BatchScheduleToClose: DefaultRateComparisonBatchScheduleToClose,
+	}
+}
+
 // RateComparisonState is the progress a run hands to the next one.
 type RateComparisonState struct {
 	SourceAccountID string `json:"sourceAccountId"`
@@ -236,6 +253,10 @@ func (r *rateComparison) end(ctx workflow.Context, cause error) (RateComparisonR
 	var appErr *temporal.ApplicationError
 	if !cancelled && errors.As(cause, &appErr) && appErr.Type() == activities.ErrTypeRateComparisonGone {
 		log.Info("rate comparison is gone; nothing more to do", "ComparisonId", r.in.ComparisonID, "Reason", appErr.Message())
+		if rcFailedOutcomeFailsRun(ctx) {
+			// E.g. a run reset in the UI after the comparison was deleted.
+			return res, temporal.NewNonRetryableApplicationError("the rate comparison is gone: "+appErr.Message(), activities.ErrTypeRateComparisonGone, nil)
+		}
 		return res, nil
 	}
 	in := activities.FinishRateComparisonInput{OrganizationID: r.in.OrganizationID, ComparisonID: r.in.ComparisonID, Outcome: store.FinishCompleted}
@@ -263,8 +284,21 @@ func (r *rateComparison) end(ctx workflow.Context, cause error) (RateComparisonR
 		return res, temporal.NewCanceledError("rate comparison cancelled")
 	case cause != nil:
 		return res, cause
+	case fin.Status == store.RateComparisonFailed && rcFailedOutcomeFailsRun(ctx):
+		// Every item failed: the comparison is failed, so is the run.
+		return res, temporal.NewNonRetryableApplicationError("rate comparison failed: "+store.ErrEveryItemFailed, ErrTypeRateComparisonFailed, nil, res)
 	}
 	return res, nil
+}
+
+// ErrTypeRateComparisonFailed: every item of the comparison failed (the
+// run fails with the result as the error's details).
+const ErrTypeRateComparisonFailed = "RateComparisonFailed"
+
+// rcFailedOutcomeFailsRun: runs recorded before failed outcomes failed the
+// run complete as they did.
+func rcFailedOutcomeFailsRun(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionFailedOutcomeFailsRun, workflow.DefaultVersion, 1) != workflow.DefaultVersion
 }
 
 // rcFailureMessage is the comparison's error for a failed run.

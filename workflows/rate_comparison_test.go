@@ -250,8 +250,8 @@ func (s *rateComparisonSuite) TestCancellation() {
 	s.Equal([2]int{1, 100}, s.sortedBatches()[0])
 }
 
-// Every item failing ends the comparison failed (Finish decides); the run
-// itself completes.
+// Every item failing ends the comparison failed (Finish decides), and the
+// run fails too, its result in the error's details.
 func (s *rateComparisonSuite) TestAllItemsFailed() {
 	in := rcInput()
 	in.BatchSize = 50
@@ -261,8 +261,12 @@ func (s *rateComparisonSuite) TestAllItemsFailed() {
 
 	s.env.ExecuteWorkflow(RateComparison, in)
 
-	s.NoError(s.env.GetWorkflowError())
-	res := s.result()
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
+	s.Equal(ErrTypeRateComparisonFailed, appErr.Type())
+	s.True(appErr.NonRetryable())
+	var res RateComparisonResult
+	s.Require().NoError(appErr.Details(&res))
 	s.Equal("failed", res.Status)
 	s.Equal(120, res.FailedItems)
 }
@@ -398,7 +402,8 @@ func (s *rateComparisonSuite) TestCarrierUnavailable() {
 	s.Less(s.env.Now().Sub(began), 4*time.Minute)
 }
 
-// A comparison deleted during processing ends the run quietly.
+// A comparison deleted during processing (or a run reset in the UI after
+// it was deleted) fails the run without writing anything.
 func (s *rateComparisonSuite) TestGone() {
 	in := rcInput()
 	in.BatchSize = 100
@@ -408,8 +413,10 @@ func (s *rateComparisonSuite) TestGone() {
 
 	s.env.ExecuteWorkflow(RateComparison, in)
 
-	s.NoError(s.env.GetWorkflowError())
-	s.Empty(s.result().Status)
+	var appErr *temporal.ApplicationError
+	s.Require().ErrorAs(s.env.GetWorkflowError(), &appErr)
+	s.Equal(activities.ErrTypeRateComparisonGone, appErr.Type())
+	s.True(appErr.NonRetryable())
 	s.env.AssertActivityNumberOfCalls(s.T(), "FinishRateComparison", 0)
 }
 
@@ -425,4 +432,20 @@ func TestRateComparisonReplay(t *testing.T) {
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(RateComparison, workflow.RegisterOptions{Name: RateComparisonWorkflowType})
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/rate_comparison_history.json"))
+}
+
+// A run that started before failed outcomes failed the run (no version
+// marker in its history) still completes, so it replays.
+func (s *rateComparisonSuite) TestAllItemsFailedBeforeVersionCompletes() {
+	s.env.OnGetVersion(versionFailedOutcomeFailsRun, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	in := rcInput()
+	in.BatchSize = 50
+	s.expectPrepare(120)
+	s.expectBatches(1)
+	s.expectFinish(store.FinishCompleted, "", activities.FinishRateComparisonResult{Status: "failed", FailedItems: 120})
+
+	s.env.ExecuteWorkflow(RateComparison, in)
+
+	s.NoError(s.env.GetWorkflowError())
+	s.Equal("failed", s.result().Status)
 }

@@ -75,7 +75,9 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	sandboxDone := make(chan error, 1)
 	sandboxCtx, stopSandbox := context.WithCancel(context.WithoutCancel(ctx))
-	go func() { sandboxDone <- serveListener(sandboxCtx, log, sandboxLn, sandboxapi.NewHandler(), "sandbox") }()
+	go func() {
+		sandboxDone <- serveListener(sandboxCtx, log, cfg, sandboxLn, sandboxapi.NewHandler(), "sandbox")
+	}()
 	defer func() { stopSandbox(); <-sandboxDone }()
 
 	// Temporal: the given server, or an embedded dev server with its UI.
@@ -146,7 +148,7 @@ func runDev(ctx context.Context, args []string) error {
 		}
 	}
 	printBanner(cfg, shownUI, demo)
-	return serveListener(ctx, log, ln, api.NewRouter(deps), "api")
+	return serveListener(ctx, log, cfg, ln, api.NewRouter(deps), "api")
 }
 
 func printBanner(cfg config.Config, uiAddr string, demo *seedResult) {

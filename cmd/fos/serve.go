@@ -102,6 +102,7 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 
 		AllowPrivateURLs: svc.cfg.AllowPrivateURLs,
 		Limits:           svc.cfg.Limits,
+		IdempotencyLease: svc.cfg.IdempotencyLease,
 	}
 }
 
@@ -120,24 +121,35 @@ func runServe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return serveHTTP(ctx, log, cfg.HTTPAddr, api.NewRouter(apiDeps(svc, mailer)))
+	return serveHTTP(ctx, log, cfg, api.NewRouter(apiDeps(svc, mailer)))
 }
 
-// serveHTTP serves h on addr until ctx ends, then drains in-flight requests.
-func serveHTTP(ctx context.Context, log *slog.Logger, addr string, h http.Handler) error {
-	ln, err := net.Listen("tcp", addr)
+// serveHTTP serves h on cfg.HTTPAddr until ctx ends, then drains in-flight requests.
+func serveHTTP(ctx context.Context, log *slog.Logger, cfg config.Config, h http.Handler) error {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
-	return serveListener(ctx, log, ln, h, "api")
+	return serveListener(ctx, log, cfg, ln, h, "api")
 }
 
-func serveListener(ctx context.Context, log *slog.Logger, ln net.Listener, h http.Handler, name string) error {
+// serveListener serves h on ln until ctx ends, then lets in-flight requests
+// finish for cfg.ShutdownGrace. A request may take cfg.HTTPWriteTimeout:
+// both exceed the longest synchronous path (a label purchase, up to about
+// two minutes), so neither the server nor a deploy cuts a purchase short.
+func serveListener(ctx context.Context, log *slog.Logger, cfg config.Config, ln net.Listener, h http.Handler, name string) error {
+	writeTimeout, grace := cfg.HTTPWriteTimeout, cfg.ShutdownGrace
+	if writeTimeout <= 0 {
+		writeTimeout = 3 * time.Minute
+	}
+	if grace <= 0 {
+		grace = 3 * time.Minute
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      60 * time.Second,
+		WriteTimeout:      writeTimeout,
 		IdleTimeout:       120 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
@@ -149,7 +161,8 @@ func serveListener(ctx context.Context, log *slog.Logger, ln net.Listener, h htt
 		return err
 	case <-ctx.Done():
 	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	log.Info("stopping: letting in-flight requests finish", "server", name, "grace", grace.String())
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return err

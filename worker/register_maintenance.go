@@ -1,0 +1,40 @@
+package worker
+
+import (
+	"context"
+
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/workflows"
+)
+
+// ReconcilerActor is who a reconciler's restart is attributed to.
+var ReconcilerActor = activities.Actor{Type: "system", Name: "reconciler"}
+
+// registerMaintenance registers the Maintenance workflow and its
+// activities; the reconciler describes runs and restarts them with the
+// worker's Temporal client (nil: nothing is reconciled).
+func registerMaintenance(r sdkworker.Registry, deps Deps) {
+	r.RegisterWorkflowWithOptions(workflows.Maintenance, workflow.RegisterOptions{Name: workflows.MaintenanceWorkflowType})
+	a := &activities.MaintenanceActivities{
+		Store:    deps.Store,
+		Logger:   deps.Logger.With("component", "activities", "domain", "maintenance"),
+		Temporal: deps.Temporal,
+	}
+	if deps.Temporal != nil {
+		queue := deps.BulkTaskQueue
+		if queue == "" {
+			queue = deps.TaskQueue
+		}
+		// The same queue, options and input as POST
+		// /rate-comparisons/{id}/process, joining a run that exists.
+		a.StartRateComparison = func(ctx context.Context, orgID, id string) error {
+			opts := StartOptions(workflows.RateComparisonWorkflowID(id), queue, orgID, map[string]any{"comparisonId": id})
+			_, err := deps.Temporal.ExecuteWorkflow(ctx, opts, workflows.RateComparison, workflows.NewRateComparisonInput(orgID, id, ReconcilerActor))
+			return err
+		}
+	}
+	r.RegisterActivity(a)
+}
