@@ -1,0 +1,143 @@
+package platforms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Optional connector capabilities. A bridge task asserts the connector it
+// got from the Registry to one of these interfaces (c.(FulfillmentPusher));
+// a connector that lacks one does not support the task.
+
+// FulfillmentPusher sends a shipment of the service back to the platform.
+type FulfillmentPusher interface {
+	// PushFulfillment tells the platform that (part of) an order shipped with
+	// a tracking number. It first checks whether the platform already has
+	// that tracking number for the order and then creates nothing
+	// (Created false), so a retried push never duplicates.
+	PushFulfillment(ctx context.Context, b Bridge, f Fulfillment) (FulfillmentResult, error)
+}
+
+// LocationLister reads the platform's locations (warehouses).
+type LocationLister interface {
+	ListLocations(ctx context.Context, b Bridge) ([]Location, error)
+}
+
+// ShipmentLister pages through the shipments (labels) a platform made,
+// created since a time (zero: all). Pass the returned next cursor back for
+// the following page; next is "" on the last page.
+type ShipmentLister interface {
+	ListShipments(ctx context.Context, b Bridge, since time.Time, cursor string) (shipments []Shipment, next string, err error)
+}
+
+// WebhookRegistrar registers the service's webhook endpoints with the
+// platform. Ids are the platform's, as strings.
+type WebhookRegistrar interface {
+	RegisterWebhook(ctx context.Context, b Bridge, topic, address string) (Webhook, error)
+	ListWebhooks(ctx context.Context, b Bridge) ([]Webhook, error)
+	DeleteWebhook(ctx context.Context, b Bridge, id string) error
+}
+
+// Fulfillment is one shipment of an order, as pushed to a platform.
+type Fulfillment struct {
+	// OrderExternalID is the platform's id of the order.
+	OrderExternalID string
+	TrackingNumber  string
+	// Carrier names the carrier the way the platform expects it: the
+	// tracking company for storefront_a ("UPS"), the carrier code for
+	// shipping_hub_a ("ups", "fedex", "stamps_com").
+	Carrier     string
+	TrackingURL string
+	// ShipDate is the day it shipped (zero: today, the platform's choice).
+	ShipDate       time.Time
+	NotifyCustomer bool
+	// LineItems restricts the fulfillment to some lines (the order lines'
+	// ExternalID); empty means everything still unfulfilled.
+	LineItems []FulfillmentLine
+}
+
+// FulfillmentLine is a quantity of one order line.
+type FulfillmentLine struct {
+	ExternalID string
+	Quantity   int
+}
+
+// FulfillmentResult is the outcome of PushFulfillment.
+type FulfillmentResult struct {
+	// ExternalID is the platform's id of the fulfillment ("" when the
+	// platform has no such id).
+	ExternalID string
+	// Created is false when the platform already had the tracking number.
+	Created bool
+}
+
+// Location is a platform location or warehouse.
+type Location struct {
+	ExternalID string   `json:"externalId"`
+	Name       string   `json:"name"`
+	Address    *Address `json:"address"`
+	Active     bool     `json:"active"`
+	IsDefault  bool     `json:"isDefault"`
+}
+
+// Shipment is a label made on the platform (shipping_hub_a).
+type Shipment struct {
+	ExternalID      string         `json:"externalId"`
+	OrderExternalID string         `json:"orderExternalId"`
+	OrderNumber     string         `json:"orderNumber"`
+	TrackingNumber  string         `json:"trackingNumber"`
+	CarrierCode     string         `json:"carrierCode"`
+	ServiceCode     string         `json:"serviceCode"`
+	ShipDate        time.Time      `json:"shipDate"`
+	CreatedAt       time.Time      `json:"createdAt"`
+	Cost            float64        `json:"cost"`
+	Voided          bool           `json:"voided"`
+	ShipTo          *Address       `json:"shipTo"`
+	Items           []LineItem     `json:"items"`
+	SourceData      map[string]any `json:"sourceData"`
+}
+
+// Webhook is a webhook registration on a platform.
+type Webhook struct {
+	ID      string `json:"id"`
+	Topic   string `json:"topic"`
+	Address string `json:"address"`
+}
+
+// CodeNothingToFulfill: the order has no open quantity left on the platform.
+const CodeNothingToFulfill = "nothing_to_fulfill"
+
+// ErrRateLimited matches (errors.Is) a *RateLimitError.
+var ErrRateLimited = errors.New("platforms: rate limited")
+
+// RateLimitError is a call the platform throttled (HTTP 429). It unwraps to
+// the retryable *Error with code rate_limited, so IsRetryable and
+// errors.As(err, **Error) work as for any platform error.
+type RateLimitError struct {
+	Err *Error
+	// RetryAfter is the wait the platform asked for (Retry-After,
+	// X-Rate-Limit-Reset); 0 when it named none.
+	RetryAfter time.Duration
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("%s (retry after %s)", e.Err.Error(), e.RetryAfter)
+}
+
+// Unwrap returns the underlying *Error.
+func (e *RateLimitError) Unwrap() error { return e.Err }
+
+// Is lets errors.Is match ErrRateLimited.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// RetryAfter returns the wait a rate-limited platform asked for, and
+// whether err is a rate-limit error at all.
+func RetryAfter(err error) (time.Duration, bool) {
+	var rl *RateLimitError
+	if errors.As(err, &rl) {
+		return rl.RetryAfter, true
+	}
+	return 0, false
+}

@@ -1,0 +1,200 @@
+package platforms
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The HTTP plumbing shared by the platform connectors that speak the
+// vendors' own APIs (storefront_a.go, shipping_hub_a.go).
+
+// Option tunes a platform connector.
+type Option func(*connOptions)
+
+type connOptions struct {
+	pageSize int
+}
+
+// ListLimit sets how many records a list call asks for per page (capped
+// at the platform's maximum).
+func ListLimit(n int) Option {
+	return func(o *connOptions) {
+		if n > 0 {
+			o.pageSize = n
+		}
+	}
+}
+
+func applyOptions(defaultPageSize, maxPageSize int, opts []Option) connOptions {
+	o := connOptions{pageSize: defaultPageSize}
+	for _, f := range opts {
+		f(&o)
+	}
+	o.pageSize = min(o.pageSize, maxPageSize)
+	return o
+}
+
+// timedClient returns a copy of c (nil: a new client) that has a timeout,
+// DefaultHTTPTimeout unless c sets one.
+func timedClient(c *http.Client) *http.Client {
+	var hc http.Client
+	if c != nil {
+		hc = *c
+	}
+	if hc.Timeout == 0 {
+		hc.Timeout = DefaultHTTPTimeout
+	}
+	return &hc
+}
+
+// wireCall is one request to a platform.
+type wireCall struct {
+	method string
+	url    string
+	header http.Header
+	body   any // JSON-encoded when not nil
+	// orderLookup makes a 404 an order-not-found error.
+	orderLookup bool
+	// retryAfter reads the wait a 429 asks for from the response headers.
+	retryAfter func(http.Header) time.Duration
+}
+
+type wireResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// do sends one call and classifies failures: no answer or a 5xx is a
+// retryable *Error, 401/403 matches ErrUnauthorized, 404 ErrOrderNotFound
+// when orderLookup, 429 a *RateLimitError carrying the platform's wait.
+// Nothing of the request (credentials) goes into an error.
+func (c wireCall) do(ctx context.Context, client *http.Client) (*wireResponse, error) {
+	var body io.Reader
+	if c.body != nil {
+		raw, err := json.Marshal(c.body)
+		if err != nil {
+			return nil, &Error{Code: CodeInvalidRequest, Message: "cannot encode platform request", cause: err}
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidConfig, Message: "cannot build platform request", cause: err}
+	}
+	for k, vs := range c.header {
+		req.Header[k] = vs
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "fos-connector/1.0")
+	if c.body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return nil, &Error{Code: CodeNetwork, Message: "platform call cancelled: " + ctxErr.Error(), Retryable: true, cause: ctxErr}
+		}
+		return nil, &Error{Code: CodeNetwork, Message: "platform unreachable: " + err.Error(), Retryable: true, cause: err}
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
+	if err != nil {
+		return nil, &Error{StatusCode: resp.StatusCode, Code: CodeNetwork, Message: "reading platform response: " + err.Error(), Retryable: true, cause: err}
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		return &wireResponse{status: resp.StatusCode, header: resp.Header, body: raw}, nil
+	}
+	e := statusError(resp.StatusCode, raw, c.orderLookup)
+	if resp.StatusCode == http.StatusTooManyRequests {
+		var wait time.Duration
+		if c.retryAfter != nil {
+			wait = c.retryAfter(resp.Header)
+		}
+		return nil, &RateLimitError{Err: e, RetryAfter: wait}
+	}
+	return nil, e
+}
+
+// decodeJSON decodes a response body into v, or fails with bad_response.
+func decodeJSON(body []byte, v any, what string) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return badResponse(what+" is not valid JSON", err)
+	}
+	return nil
+}
+
+// rawObject decodes a JSON object keeping numbers exact (json.Number), so
+// 64-bit platform ids survive in sourceData.
+func rawObject(raw json.RawMessage) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil || m == nil {
+		return nil, badResponse("payload is not a JSON object", err)
+	}
+	return m, nil
+}
+
+// secondsHeader reads a header holding a wait in seconds ("2", "2.0") or,
+// for Retry-After, an HTTP date.
+func secondsHeader(h http.Header, name string) time.Duration {
+	v := strings.TrimSpace(h.Get(name))
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		if s < 0 {
+			return 0
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d.Round(time.Second)
+		}
+	}
+	return 0
+}
+
+// isDigits reports whether s is a non-empty run of ASCII digits (the shape
+// of the numeric platform ids that go into URL paths).
+func isDigits(s string) bool {
+	if s == "" || len(s) > 20 {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// invalidConfig is the non-retryable error of a bridge config a connector
+// cannot use.
+func invalidConfig(msg string) *Error {
+	return &Error{Code: CodeInvalidConfig, Message: msg}
+}
+
+// notFoundID is the error of an external id that cannot be a platform id.
+func notFoundID(id string) *Error {
+	return &Error{StatusCode: http.StatusNotFound, Code: CodeOrderNotFound, Message: "no order with id " + strconv.Quote(id)}
+}
+
+// joinURL appends an escaped-as-needed path and a query to a base URL.
+func joinURL(base, path string, q url.Values) string {
+	u := base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	return u
+}
