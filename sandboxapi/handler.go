@@ -82,6 +82,8 @@ func NewHandler() http.Handler {
 		writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "Method Not Allowed")
 	})
 	r.Mount("/platforms", platformsRouter())
+	// The platforms' own APIs, at CONTRACT 8b's sandbox prefixes.
+	mountStorefrontA(r, "/platforms/storefront_a")
 	r.Mount("/carriers", carrierRoutes())
 	return r
 }

@@ -1,0 +1,192 @@
+package platforms_test
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/sandboxapi"
+)
+
+// The storefront_a connector against the sandbox store at the prefix
+// FOS_STOREFRONT_A_URL defaults to under FOS_SANDBOX=1.
+func TestStorefrontAAgainstTheSandboxStore(t *testing.T) {
+	srv := newSandbox(t)
+	c := platforms.NewStorefrontA(srv.URL+"/platforms/storefront_a", srv.Client())
+	ctx := context.Background()
+	b := sfaBridge("shopDomain", "sandbox-demo.myshopify.com")
+
+	all, pages := listAll(t, c, b, time.Time{})
+	require.Len(t, all, sandboxapi.StoreSize)
+	assert.Equal(t, 2, pages, "250 a page")
+	seen := map[string]bool{}
+	statuses := map[string]bool{}
+	for i, o := range all {
+		assert.False(t, seen[o.ExternalID], "order listed twice")
+		seen[o.ExternalID] = true
+		statuses[o.Status] = true
+		require.NotEmpty(t, o.LineItems, o.ExternalID)
+		require.NotNil(t, o.ShippingAddress)
+		assert.InDelta(t, o.Totals.Total, o.Totals.Subtotal-o.Totals.Discount+o.Totals.Shipping+o.Totals.Tax, 0.001)
+		if i > 0 {
+			prev, _ := strconv.ParseInt(all[i-1].ExternalID, 10, 64)
+			cur, _ := strconv.ParseInt(o.ExternalID, 10, 64)
+			assert.Less(t, prev, cur, "listed by id")
+		}
+	}
+	assert.GreaterOrEqual(t, len(statuses), 5, "a spread of statuses: %v", statuses)
+
+	// updated_at_min filters.
+	mid := all[len(all)/2].UpdatedAt
+	recent, _ := listAll(t, c, b, mid)
+	require.NotEmpty(t, recent)
+	assert.Less(t, len(recent), len(all))
+	for _, o := range recent {
+		assert.False(t, o.UpdatedAt.Before(mid))
+	}
+
+	// Another shop has other orders; the same shop the same ones.
+	other, _ := listAll(t, c, sfaBridge("shopDomain", "other.myshopify.com"), time.Time{})
+	assert.NotEqual(t, all[0].ExternalID, other[0].ExternalID)
+	again, _ := listAll(t, c, b, time.Time{})
+	assert.Equal(t, all, again)
+
+	// Fetch one unfulfilled order, push a fulfillment twice: created once.
+	var target platforms.Order
+	for _, o := range all {
+		if o.FulfillmentStatus == platforms.FulfillmentUnfulfilled && o.Status != platforms.StatusCancelled && o.Status != platforms.StatusRefunded {
+			target = o
+			break
+		}
+	}
+	require.NotEmpty(t, target.ExternalID)
+	got, err := c.FetchOrder(ctx, b, target.ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, target, *got)
+
+	push := platforms.Fulfillment{OrderExternalID: target.ExternalID, TrackingNumber: "1Z999AA10123456784", Carrier: "UPS",
+		TrackingURL: "https://www.ups.com/track?tracknum=1Z999AA10123456784"}
+	first, err := c.PushFulfillment(ctx, b, push)
+	require.NoError(t, err)
+	assert.True(t, first.Created)
+	second, err := c.PushFulfillment(ctx, b, push)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: first.ExternalID, Created: false}, second)
+
+	after, err := c.FetchOrder(ctx, b, target.ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentFulfilled, after.FulfillmentStatus)
+	assert.Equal(t, platforms.StatusShipped, after.Status)
+	assert.True(t, after.UpdatedAt.After(target.UpdatedAt))
+	fs, _ := after.SourceData["fulfillments"].([]any)
+	require.Len(t, fs, 1, "one fulfillment recorded")
+	// The changed order shows up as changed since its old updated_at.
+	changed, _ := listAll(t, c, b, time.Now().Add(-time.Minute))
+	require.Len(t, changed, 1)
+	assert.Equal(t, target.ExternalID, changed[0].ExternalID)
+
+	// Nothing left to fulfill with a new tracking number.
+	push.TrackingNumber = "1Z999AA10123456785"
+	_, err = c.PushFulfillment(ctx, b, push)
+	var pe *platforms.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, platforms.CodeNothingToFulfill, pe.Code)
+
+	// Partial fulfillment of a multi-line order, line by line.
+	var multi platforms.Order
+	for _, o := range all {
+		if o.FulfillmentStatus == platforms.FulfillmentUnfulfilled && o.Status == platforms.StatusConfirmed && len(o.LineItems) >= 2 && o.ExternalID != target.ExternalID {
+			multi = o
+			break
+		}
+	}
+	require.NotEmpty(t, multi.ExternalID)
+	line := multi.LineItems[0]
+	res, err := c.PushFulfillment(ctx, b, platforms.Fulfillment{OrderExternalID: multi.ExternalID, TrackingNumber: "PART-1", Carrier: "USPS",
+		LineItems: []platforms.FulfillmentLine{{ExternalID: line.ExternalID, Quantity: line.Quantity}}})
+	require.NoError(t, err)
+	assert.True(t, res.Created)
+	partial, err := c.FetchOrder(ctx, b, multi.ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentPartial, partial.FulfillmentStatus)
+
+	// Locations.
+	locs, err := c.ListLocations(ctx, b)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(locs), 2)
+	assert.NotEmpty(t, locs[0].ExternalID)
+	assert.NotEmpty(t, locs[0].Address.City)
+	assert.True(t, locs[0].IsDefault)
+
+	// Webhooks: register, list, duplicate refused, delete.
+	hook, err := c.RegisterWebhook(ctx, b, "orders/create", "https://fos.example.com/webhooks/storefront_a")
+	require.NoError(t, err)
+	_, err = c.RegisterWebhook(ctx, b, "orders/create", "https://fos.example.com/webhooks/storefront_a")
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 422, pe.StatusCode)
+	_, err = c.RegisterWebhook(ctx, b, "orders/nope", "https://fos.example.com/webhooks/storefront_a")
+	require.ErrorAs(t, err, &pe)
+	assert.Contains(t, pe.Message, "Invalid topic specified")
+	hooks, err := c.ListWebhooks(ctx, b)
+	require.NoError(t, err)
+	assert.Equal(t, []platforms.Webhook{hook}, hooks)
+	require.NoError(t, c.DeleteWebhook(ctx, b, hook.ID))
+	require.NoError(t, c.DeleteWebhook(ctx, b, hook.ID), "already gone counts as deleted")
+	hooks, err = c.ListWebhooks(ctx, b)
+	require.NoError(t, err)
+	assert.Empty(t, hooks)
+
+	// Unknown order.
+	_, err = c.FetchOrder(ctx, b, "1")
+	require.ErrorIs(t, err, platforms.ErrOrderNotFound)
+}
+
+func TestStorefrontASandboxFailAndRateLimit(t *testing.T) {
+	srv := newSandbox(t)
+	c := platforms.NewStorefrontA(srv.URL+"/platforms/storefront_a", srv.Client())
+	ctx := context.Background()
+
+	_, _, err := c.ListOrders(ctx, sfaBridge("accessToken", "sandbox-fail"), time.Time{}, "")
+	require.ErrorIs(t, err, platforms.ErrUnauthorized)
+	assert.Contains(t, err.Error(), "Invalid API key or access token")
+	assert.False(t, platforms.IsRetryable(err))
+
+	_, _, err = c.ListOrders(ctx, sfaBridge("shopDomain", "sandbox-fail.myshopify.com"), time.Time{}, "")
+	require.Error(t, err)
+	assert.True(t, platforms.IsRetryable(err))
+
+	// Every other call is throttled: the caller waits as told and goes on.
+	b := sfaBridge("accessToken", "sandbox-ratelimit")
+	_, _, err = c.ListOrders(ctx, b, time.Time{}, "")
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	wait, _ := platforms.RetryAfter(err)
+	assert.Equal(t, 2*time.Second, wait)
+	orders, next, err := c.ListOrders(ctx, b, time.Time{}, "")
+	require.NoError(t, err)
+	assert.Len(t, orders, 250)
+	assert.NotEmpty(t, next)
+
+	// The call-limit header is on every answer.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/platforms/storefront_a/admin/api/2026-07/locations.json", nil)
+	req.Header.Set("X-Shopify-Access-Token", "t")
+	req.Header.Set("X-Shopify-Shop-Domain", "x.myshopify.com")
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, "1/40", resp.Header.Get("X-Shopify-Shop-Api-Call-Limit"))
+}
+
+func TestStorefrontASandboxBulkStore(t *testing.T) {
+	srv := newSandbox(t)
+	c := platforms.NewStorefrontA(srv.URL+"/platforms/storefront_a", srv.Client())
+	all, pages := listAll(t, c, sfaBridge("shopDomain", "bulk-1200.myshopify.com"), time.Time{})
+	assert.Len(t, all, 1200)
+	assert.Equal(t, 5, pages)
+}
