@@ -84,6 +84,7 @@ func NewHandler() http.Handler {
 	r.Mount("/platforms", platformsRouter())
 	// The platforms' own APIs, at CONTRACT 8b's sandbox prefixes.
 	mountStorefrontA(r, "/platforms/storefront_a")
+	mountShippingHubA(r, "/platforms/shipping_hub_a")
 	r.Mount("/carriers", carrierRoutes())
 	return r
 }
