@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -188,6 +189,15 @@ func invalidConfig(msg string) *Error {
 // notFoundID is the error of an external id that cannot be a platform id.
 func notFoundID(id string) *Error {
 	return &Error{StatusCode: http.StatusNotFound, Code: CodeOrderNotFound, Message: "no order with id " + strconv.Quote(id)}
+}
+
+// ignoreNotFound drops a 404 (deleting what is already gone succeeds).
+func ignoreNotFound(err error) error {
+	var pe *Error
+	if errors.As(err, &pe) && pe.Code == CodeNotFound {
+		return nil
+	}
+	return err
 }
 
 // joinURL appends an escaped-as-needed path and a query to a base URL.

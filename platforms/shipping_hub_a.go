@@ -3,7 +3,6 @@ package platforms
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -625,9 +624,5 @@ func (c *ShippingHubA) DeleteWebhook(ctx context.Context, b Bridge, id string) e
 		return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("webhook id %q is not numeric", id)}
 	}
 	_, err := c.call(ctx, b, http.MethodDelete, "/webhooks/"+id, nil, nil, false)
-	var pe *Error
-	if err != nil && errors.As(err, &pe) && pe.Code == CodeNotFound {
-		return nil
-	}
-	return err
+	return ignoreNotFound(err)
 }

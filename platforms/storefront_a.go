@@ -3,7 +3,6 @@ package platforms
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -524,9 +523,5 @@ func (c *StorefrontA) DeleteWebhook(ctx context.Context, b Bridge, id string) er
 		return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("webhook id %q is not numeric", id)}
 	}
 	_, err = c.call(ctx, s, http.MethodDelete, "/webhooks/"+id+".json", nil, nil, false)
-	var pe *Error
-	if err != nil && errors.As(err, &pe) && pe.Code == CodeNotFound {
-		return nil
-	}
-	return err
+	return ignoreNotFound(err)
 }
