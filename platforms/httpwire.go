@@ -191,6 +191,25 @@ func notFoundID(id string) *Error {
 	return &Error{StatusCode: http.StatusNotFound, Code: CodeOrderNotFound, Message: "no order with id " + strconv.Quote(id)}
 }
 
+// pageCursor is the opaque cursor of a page-numbered list: the next page
+// and the date filter of the first page, as a query string.
+func pageCursor(page int, filter, value string) string {
+	q := url.Values{"page": {strconv.Itoa(page)}}
+	if value != "" {
+		q.Set(filter, value)
+	}
+	return q.Encode()
+}
+
+func parsePageCursor(cursor, filter string) (int, string, error) {
+	q, err := url.ParseQuery(cursor)
+	page, perr := strconv.Atoi(q.Get("page"))
+	if err != nil || perr != nil || page < 1 {
+		return 0, "", &Error{Code: CodeInvalidRequest, Message: "malformed cursor"}
+	}
+	return page, q.Get(filter), nil
+}
+
 // ignoreNotFound drops a 404 (deleting what is already gone succeeds).
 func ignoreNotFound(err error) error {
 	var pe *Error

@@ -110,32 +110,13 @@ func (c *ShippingHubA) FetchOrder(ctx context.Context, b Bridge, externalID stri
 	return &o, nil
 }
 
-// hubCursor is the opaque ListOrders/ListShipments cursor: the next page
-// and the date filter of the first page, as a query string.
-func hubCursor(page int, filter, value string) string {
-	q := url.Values{"page": {strconv.Itoa(page)}}
-	if value != "" {
-		q.Set(filter, value)
-	}
-	return q.Encode()
-}
-
-func parseHubCursor(cursor, filter string) (int, string, error) {
-	q, err := url.ParseQuery(cursor)
-	page, perr := strconv.Atoi(q.Get("page"))
-	if err != nil || perr != nil || page < 1 {
-		return 0, "", &Error{Code: CodeInvalidRequest, Message: "malformed cursor"}
-	}
-	return page, q.Get(filter), nil
-}
-
 // hubList performs one page of a list call and returns the raw list and
 // the next cursor.
 func (c *ShippingHubA) hubList(ctx context.Context, b Bridge, path, listKey, dateFilter string, q url.Values, since time.Time, cursor string) ([]json.RawMessage, string, error) {
 	page, date := 1, ""
 	if cursor != "" {
 		var err error
-		if page, date, err = parseHubCursor(cursor, dateFilter); err != nil {
+		if page, date, err = parsePageCursor(cursor, dateFilter); err != nil {
 			return nil, "", err
 		}
 	} else if !since.IsZero() {
@@ -166,7 +147,7 @@ func (c *ShippingHubA) hubList(ctx context.Context, b Bridge, path, listKey, dat
 	}
 	next := ""
 	if gotPage < pages && len(items) > 0 {
-		next = hubCursor(gotPage+1, dateFilter, date)
+		next = pageCursor(gotPage+1, dateFilter, date)
 	}
 	return items, next, nil
 }

@@ -45,6 +45,8 @@ const (
 var (
 	storefrontAVersionRE = regexp.MustCompile(`^(\d{4}-\d{2}|unstable)$`)
 	hostnameRE           = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)+$`)
+	// shopNameRE: with a base URL the domain only names the shop in a header.
+	shopNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{0,254}$`)
 )
 
 // StorefrontA is the storefront_a connector. It implements Connector,
@@ -79,7 +81,7 @@ func (c *StorefrontA) shop(b Bridge) (storefrontAShop, error) {
 	if domain == "" {
 		return storefrontAShop{}, invalidConfig("bridge config is missing shopDomain")
 	}
-	if !hostnameRE.MatchString(domain) {
+	if (c.baseURL == "" && !hostnameRE.MatchString(domain)) || !shopNameRE.MatchString(domain) {
 		return storefrontAShop{}, invalidConfig("shopDomain is not a host name")
 	}
 	token := configString(b.Config, "accessToken")

@@ -157,9 +157,11 @@ func TestStorefrontASandboxFailAndRateLimit(t *testing.T) {
 	assert.Contains(t, err.Error(), "Invalid API key or access token")
 	assert.False(t, platforms.IsRetryable(err))
 
-	_, _, err = c.ListOrders(ctx, sfaBridge("shopDomain", "sandbox-fail.myshopify.com"), time.Time{}, "")
-	require.Error(t, err)
-	assert.True(t, platforms.IsRetryable(err))
+	for _, shop := range []string{"sandbox-fail.myshopify.com", "sandbox-fail"} {
+		_, _, err = c.ListOrders(ctx, sfaBridge("shopDomain", shop), time.Time{}, "")
+		require.Error(t, err)
+		assert.True(t, platforms.IsRetryable(err), shop)
+	}
 
 	// Every other call is throttled: the caller waits as told and goes on.
 	b := sfaBridge("accessToken", "sandbox-ratelimit")
