@@ -85,6 +85,7 @@ func NewHandler() http.Handler {
 	// The platforms' own APIs, at CONTRACT 8b's sandbox prefixes.
 	mountStorefrontA(r, "/platforms/storefront_a")
 	mountShippingHubA(r, "/platforms/shipping_hub_a")
+	mountStorefrontC(r, "/platforms/storefront_c")
 	r.Mount("/carriers", carrierRoutes())
 	return r
 }
