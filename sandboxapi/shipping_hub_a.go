@@ -561,8 +561,9 @@ func (s *hubSandbox) listOrders(w http.ResponseWriter, r *http.Request) {
 
 	s.mu.Lock()
 	acct := s.accountOf(r)
-	var matched []hubOrder
-	for _, o := range acct.orders {
+	var matched []*hubOrder
+	for i := range acct.orders {
+		o := &acct.orders[i]
 		if (status == "" || o.OrderStatus == status) && strings.HasPrefix(strings.ToLower(o.OrderNumber), number) &&
 			(name == "" || strings.Contains(strings.ToLower(o.customerName), name)) &&
 			(storeID == 0 || storeID == acct.storeID) &&
@@ -570,9 +571,7 @@ func (s *hubSandbox) listOrders(w http.ResponseWriter, r *http.Request) {
 			matched = append(matched, o)
 		}
 	}
-	s.mu.Unlock()
-
-	key := func(o hubOrder) time.Time {
+	key := func(o *hubOrder) time.Time {
 		switch sortBy {
 		case "ModifyDate":
 			return o.modified
@@ -589,7 +588,12 @@ func (s *hubSandbox) listOrders(w http.ResponseWriter, r *http.Request) {
 		}
 		return (matched[i].OrderID < matched[j].OrderID) != desc
 	})
-	items, pages := paginate(matched, page, size)
+	pageRefs, pages := paginate(matched, page, size)
+	items := make([]hubOrder, len(pageRefs))
+	for i, o := range pageRefs {
+		items[i] = *o
+	}
+	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"orders": orEmpty(items), "total": len(matched), "page": page, "pages": pages})
 }
 
