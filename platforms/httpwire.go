@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -63,8 +64,75 @@ type wireCall struct {
 	body   any // JSON-encoded when not nil
 	// orderLookup makes a 404 an order-not-found error.
 	orderLookup bool
+	pace        pacing
+}
+
+// pacing is how a platform's answers say when it may be called again.
+type pacing struct {
+	pacer *pacer
+	// key names the quota the call spends (the shop, the account).
+	key string
 	// retryAfter reads the wait a 429 asks for from the response headers.
 	retryAfter func(http.Header) time.Duration
+	// exhausted reads, from any answer, how long to hold off because the
+	// quota is used up (0: it is not).
+	exhausted func(http.Header) time.Duration
+}
+
+// maxPaceSleep is the longest a call sleeps for the platform's quota; a
+// longer wait fails at once with a *RateLimitError naming it, so the
+// caller (a Temporal activity) waits outside.
+const maxPaceSleep = time.Second
+
+// pacer remembers, per quota key, the time before which the platform asked
+// not to be called. Safe for concurrent use; the zero value is ready.
+type pacer struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+// hold keeps key's calls back for d.
+func (p *pacer) hold(key string, d time.Duration) {
+	if p == nil || d <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.until == nil {
+		p.until = map[string]time.Time{}
+	}
+	if t := time.Now().Add(d); t.After(p.until[key]) {
+		p.until[key] = t
+	}
+}
+
+// wait returns when key may be called: at once, after a short sleep, or
+// with a *RateLimitError when the wait is longer than maxPaceSleep.
+func (p *pacer) wait(ctx context.Context, key string) error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	until, ok := p.until[key]
+	if ok && !time.Now().Before(until) {
+		delete(p.until, key)
+	}
+	p.mu.Unlock()
+	d := time.Until(until)
+	if !ok || d <= 0 {
+		return nil
+	}
+	if d > maxPaceSleep {
+		return &RateLimitError{Err: &Error{Code: CodeRateLimited, Message: "the platform's rate limit is used up", Retryable: true}, RetryAfter: d}
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return &Error{Code: CodeNetwork, Message: "platform call cancelled: " + ctx.Err().Error(), Retryable: true, cause: ctx.Err()}
+	case <-t.C:
+		return nil
+	}
 }
 
 type wireResponse struct {
@@ -90,6 +158,9 @@ func (c wireCall) do(ctx context.Context, client *http.Client) (*wireResponse, e
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidConfig, Message: "cannot build platform request", cause: err}
 	}
+	if err := c.pace.pacer.wait(ctx, c.pace.key); err != nil {
+		return nil, err
+	}
 	for k, vs := range c.header {
 		req.Header[k] = vs
 	}
@@ -111,18 +182,21 @@ func (c wireCall) do(ctx context.Context, client *http.Client) (*wireResponse, e
 	if err != nil {
 		return nil, &Error{StatusCode: resp.StatusCode, Code: CodeNetwork, Message: "reading platform response: " + err.Error(), Retryable: true, cause: err}
 	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		var wait time.Duration
+		if c.pace.retryAfter != nil {
+			wait = c.pace.retryAfter(resp.Header)
+		}
+		c.pace.pacer.hold(c.pace.key, wait)
+		return nil, &RateLimitError{Err: statusError(resp.StatusCode, raw, c.orderLookup), RetryAfter: wait}
+	}
+	if c.pace.exhausted != nil {
+		c.pace.pacer.hold(c.pace.key, c.pace.exhausted(resp.Header))
+	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return &wireResponse{status: resp.StatusCode, header: resp.Header, body: raw}, nil
 	}
-	e := statusError(resp.StatusCode, raw, c.orderLookup)
-	if resp.StatusCode == http.StatusTooManyRequests {
-		var wait time.Duration
-		if c.retryAfter != nil {
-			wait = c.retryAfter(resp.Header)
-		}
-		return nil, &RateLimitError{Err: e, RetryAfter: wait}
-	}
-	return nil, e
+	return nil, statusError(resp.StatusCode, raw, c.orderLookup)
 }
 
 // decodeJSON decodes a response body into v, or fails with bad_response.

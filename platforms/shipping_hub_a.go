@@ -2,6 +2,8 @@ package platforms
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -60,6 +62,7 @@ type ShippingHubA struct {
 	baseURL string
 	client  *http.Client
 	opts    connOptions
+	pacer   pacer
 }
 
 // NewShippingHubA returns the shipping_hub_a connector. baseURL replaces the
@@ -87,9 +90,18 @@ func (c *ShippingHubA) call(ctx context.Context, b Bridge, method, path string, 
 	if err != nil {
 		return nil, err
 	}
+	// The quota is the API key's; the key itself is not kept.
+	sum := sha256.Sum256([]byte(configString(b.Config, "apiKey")))
+	reset := func(h http.Header) time.Duration { return secondsHeader(h, ShippingHubARateResetHeader) }
 	return wireCall{
 		method: method, url: joinURL(c.baseURL, path, q), header: h, body: body, orderLookup: orderLookup,
-		retryAfter: func(h http.Header) time.Duration { return secondsHeader(h, ShippingHubARateResetHeader) },
+		pace: pacing{pacer: &c.pacer, key: hex.EncodeToString(sum[:12]), retryAfter: reset,
+			exhausted: func(h http.Header) time.Duration {
+				if strings.TrimSpace(h.Get(ShippingHubARateRemainingHeader)) == "0" {
+					return reset(h)
+				}
+				return 0
+			}},
 	}.do(ctx, c.client)
 }
 

@@ -227,6 +227,29 @@ func TestShippingHubAErrorClasses(t *testing.T) {
 	wait, _ := platforms.RetryAfter(err)
 	assert.Equal(t, 37*time.Second, wait)
 	assert.True(t, platforms.IsRetryable(err))
+	// The account is not called again before the window resets.
+	f.mu.Lock()
+	sent := len(f.calls)
+	f.mu.Unlock()
+	_, err = c.FetchOrder(ctx, b, "1")
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	f.mu.Lock()
+	assert.Equal(t, sent, len(f.calls))
+	f.mu.Unlock()
+
+	// A used-up quota on a good answer holds the next call too.
+	c = platforms.NewShippingHubA(f.srv.URL, f.srv.Client())
+	f.serve("GET /warehouses", 200, []byte(`[]`), "X-Rate-Limit-Limit", "40", "X-Rate-Limit-Remaining", "0", "X-Rate-Limit-Reset", "20")
+	_, err = c.ListLocations(ctx, b)
+	require.NoError(t, err)
+	_, err = c.ListLocations(ctx, b)
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	wait, _ = platforms.RetryAfter(err)
+	assert.Greater(t, wait, 19*time.Second)
+	_, err = c.ListLocations(ctx, hubBridge("apiKey", "another-key"))
+	require.NoError(t, err, "another account has its own quota")
+
+	c = platforms.NewShippingHubA(f.srv.URL, f.srv.Client())
 
 	f.serve("GET /orders", 500, []byte(`{"Message":"An error has occurred.","ExceptionMessage":"boom"}`))
 	_, _, err = c.ListOrders(ctx, b, time.Time{}, "")

@@ -55,6 +55,7 @@ type StorefrontA struct {
 	baseURL string
 	client  *http.Client
 	opts    connOptions
+	pacer   pacer
 }
 
 // NewStorefrontA returns the storefront_a connector. baseURL replaces
@@ -71,6 +72,7 @@ func NewStorefrontA(baseURL string, client *http.Client, opts ...Option) *Storef
 
 // storefrontAShop is what one call needs from the bridge.
 type storefrontAShop struct {
+	domain string
 	root   string // .../admin/api/{version}
 	header http.Header
 }
@@ -107,15 +109,29 @@ func (c *StorefrontA) shop(b Bridge) (storefrontAShop, error) {
 	} else {
 		h.Set(StorefrontAShopHeader, domain)
 	}
-	return storefrontAShop{root: base + "/admin/api/" + version, header: h}, nil
+	return storefrontAShop{domain: domain, root: base + "/admin/api/" + version, header: h}, nil
 }
 
 func (c *StorefrontA) call(ctx context.Context, s storefrontAShop, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
 	return wireCall{
 		method: method, url: joinURL(s.root, path, q), header: s.header, body: body,
 		orderLookup: orderLookup,
-		retryAfter:  func(h http.Header) time.Duration { return secondsHeader(h, "Retry-After") },
+		pace: pacing{pacer: &c.pacer, key: s.domain, exhausted: storefrontABucketFull,
+			retryAfter: func(h http.Header) time.Duration { return secondsHeader(h, "Retry-After") }},
 	}.do(ctx, c.client)
+}
+
+// storefrontABucketFull reads X-Shopify-Shop-Api-Call-Limit ("40/40"): a
+// full bucket leaks one call in half a second (2 calls/s, the Standard
+// plan's rate), so the next call waits that long.
+func storefrontABucketFull(h http.Header) time.Duration {
+	used, size, ok := strings.Cut(strings.TrimSpace(h.Get(StorefrontACallLimitHeader)), "/")
+	u, err1 := strconv.Atoi(strings.TrimSpace(used))
+	n, err2 := strconv.Atoi(strings.TrimSpace(size))
+	if !ok || err1 != nil || err2 != nil || n <= 0 || u < n {
+		return 0
+	}
+	return 500 * time.Millisecond
 }
 
 // FetchOrder implements Connector: GET orders/{id}.json.

@@ -386,6 +386,22 @@ func TestStorefrontAErrorClasses(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, platforms.CodeRateLimited, pe.Code)
 
+	// Until the wait is over the shop is not called again (another shop is).
+	f.mu.Lock()
+	sent := len(f.calls)
+	f.mu.Unlock()
+	_, err = c.FetchOrder(ctx, b, "450789469")
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	wait, _ = platforms.RetryAfter(err)
+	assert.Greater(t, wait, time.Second)
+	assert.LessOrEqual(t, wait, 2*time.Second)
+	f.mu.Lock()
+	assert.Equal(t, sent, len(f.calls), "nothing sent while the platform asked to wait")
+	f.mu.Unlock()
+	_, _, err = c.ListOrders(ctx, sfaBridge("shopDomain", "other.myshopify.com"), time.Time{}, "")
+	require.ErrorIs(t, err, platforms.ErrRateLimited, "the other shop is asked and throttled on its own")
+
+	c = platforms.NewStorefrontA(f.srv.URL, f.srv.Client())
 	for _, status := range []int{500, 502, 503} {
 		f.serve("GET "+sfaRoot+"/orders.json", status, []byte(`{"errors":"Something went wrong!"}`))
 		_, _, err = c.ListOrders(ctx, b, time.Time{}, "")
@@ -442,3 +458,25 @@ func TestStorefrontAProductionHostIsTheShop(t *testing.T) {
 }
 
 func jsonReader(s string) io.Reader { return strings.NewReader(s) }
+
+func TestStorefrontAFullBucketPausesTheNextCall(t *testing.T) {
+	f := newFakePlatform(t)
+	f.serve("GET "+sfaRoot+"/locations.json", 200, []byte(`{"locations":[]}`), platforms.StorefrontACallLimitHeader, "40/40")
+	c := platforms.NewStorefrontA(f.srv.URL, f.srv.Client())
+	ctx := context.Background()
+	_, err := c.ListLocations(ctx, sfaBridge())
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = c.ListLocations(ctx, sfaBridge())
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 400*time.Millisecond, "a full bucket leaks one call in half a second")
+
+	f.serve("GET "+sfaRoot+"/locations.json", 200, []byte(`{"locations":[]}`), platforms.StorefrontACallLimitHeader, "39/40")
+	c = platforms.NewStorefrontA(f.srv.URL, f.srv.Client())
+	_, err = c.ListLocations(ctx, sfaBridge())
+	require.NoError(t, err)
+	start = time.Now()
+	_, err = c.ListLocations(ctx, sfaBridge())
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 300*time.Millisecond, "room left: no pause")
+}

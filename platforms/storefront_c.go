@@ -51,6 +51,7 @@ type StorefrontC struct {
 	baseURL string
 	client  *http.Client
 	opts    connOptions
+	pacer   pacer
 }
 
 // NewStorefrontC returns the storefront_c connector. baseURL replaces the
@@ -64,6 +65,7 @@ func NewStorefrontC(baseURL string, client *http.Client, opts ...Option) *Storef
 }
 
 type storefrontCStore struct {
+	hash   string
 	root   string // .../stores/{hash}
 	header http.Header
 }
@@ -79,14 +81,23 @@ func (c *StorefrontC) store(b Bridge) (storefrontCStore, error) {
 	}
 	h := http.Header{}
 	h.Set(StorefrontCTokenHeader, token)
-	return storefrontCStore{root: c.baseURL + "/stores/" + hash, header: h}, nil
+	return storefrontCStore{hash: strings.ToLower(hash), root: c.baseURL + "/stores/" + hash, header: h}, nil
 }
 
 func (c *StorefrontC) call(ctx context.Context, s storefrontCStore, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
 	return wireCall{
 		method: method, url: joinURL(s.root, path, q), header: s.header, body: body, orderLookup: orderLookup,
-		retryAfter: storefrontCRetryAfter,
+		pace: pacing{pacer: &c.pacer, key: s.hash, retryAfter: storefrontCRetryAfter, exhausted: storefrontCQuotaUsed},
 	}.do(ctx, c.client)
+}
+
+// storefrontCQuotaUsed: X-Rate-Limit-Requests-Left 0 holds the store's
+// calls until the window resets (X-Rate-Limit-Time-Reset-Ms).
+func storefrontCQuotaUsed(h http.Header) time.Duration {
+	if strings.TrimSpace(h.Get("X-Rate-Limit-Requests-Left")) != "0" {
+		return 0
+	}
+	return storefrontCRetryAfter(h)
 }
 
 func storefrontCRetryAfter(h http.Header) time.Duration {

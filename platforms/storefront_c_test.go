@@ -200,6 +200,7 @@ func TestStorefrontCErrorClasses(t *testing.T) {
 	require.ErrorIs(t, err, platforms.ErrRateLimited)
 	wait, _ := platforms.RetryAfter(err)
 	assert.Equal(t, 15*time.Second, wait, "the longer of the two")
+	c = platforms.NewStorefrontC(f.srv.URL, f.srv.Client())
 
 	f.serve("GET "+sfcRoot+"/v2/orders", 503, []byte(`[{"status":503,"message":"Service Unavailable"}]`))
 	_, _, err = c.ListOrders(ctx, b, time.Time{}, "")

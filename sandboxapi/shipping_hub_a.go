@@ -40,9 +40,10 @@ import (
 // Errors are {"message": "..."}: no or "sandbox-fail" credentials are 401
 // "Invalid API credentials"; a query value "sandbox-fail" is a 500; an API
 // key "sandbox-ratelimit" makes every other call a 429 with
-// X-Rate-Limit-Remaining: 0 and X-Rate-Limit-Reset. Every answer carries
-// X-Rate-Limit-Limit: 40 and the remaining calls of the current minute
-// (reported, never enforced).
+// X-Rate-Limit-Remaining: 0 and X-Rate-Limit-Reset: 1. Every answer
+// carries X-Rate-Limit-Limit: 40 and the remaining calls of the current
+// minute (reported, never enforced, never below 1 outside the on-demand
+// 429s).
 
 const (
 	hubRateLimit       = 40
@@ -308,13 +309,16 @@ func (s *hubSandbox) authenticate(next http.Handler) http.Handler {
 			acct.window, acct.windowCalls = now, 0
 		}
 		acct.windowCalls++
-		remaining := max(0, hubRateLimit-acct.windowCalls)
+		// Throttling is on demand only, so the quota never reads used up.
+		remaining := max(1, hubRateLimit-acct.windowCalls)
 		reset := int((time.Minute - now.Sub(acct.window)).Seconds())
 		limited := key == RateLimitValue && acct.calls%2 == 1
 		s.mu.Unlock()
 		w.Header().Set("X-Rate-Limit-Limit", strconv.Itoa(hubRateLimit))
 		w.Header().Set("X-Rate-Limit-Reset", strconv.Itoa(max(1, reset)))
 		if limited {
+			// A one-second window, so callers wait it out quickly.
+			w.Header().Set("X-Rate-Limit-Reset", "1")
 			w.Header().Set("X-Rate-Limit-Remaining", "0")
 			hubError(w, http.StatusTooManyRequests, "Too Many Requests")
 			return

@@ -48,11 +48,11 @@ import (
 //
 // Credentials: X-Shopify-Access-Token; missing or "sandbox-fail" is 401
 // {"errors": "[API] Invalid API key or access token ..."}; "sandbox-ratelimit"
-// makes every other call a 429 with Retry-After: 2.0 and
+// makes every other call a 429 with Retry-After: 1.0 and
 // X-Shopify-Shop-Api-Call-Limit: 40/40. A shop domain whose first label is
 // "sandbox-fail" is 503. Every answer carries X-Shopify-Shop-Api-Call-Limit
 // from a leaky bucket of 40 that leaks 2 calls a second (reported, never
-// enforced).
+// enforced, and never reported full outside the on-demand 429s).
 
 const (
 	sfaTokenHeader     = "X-Shopify-Access-Token"
@@ -185,12 +185,14 @@ func (s *sfaSandbox) authenticate(next http.Handler) http.Handler {
 		used := shop.leak(now)
 		s.mu.Unlock()
 		if limited {
-			w.Header().Set("Retry-After", "2.0")
+			w.Header().Set("Retry-After", "1.0")
 			w.Header().Set(sfaCallLimitHeader, fmt.Sprintf("%d/%d", sfaBucket, sfaBucket))
 			sfaError(w, http.StatusTooManyRequests, "Exceeded 2 calls per second for api client. Reduce request rates to resume uninterrupted service.")
 			return
 		}
-		w.Header().Set(sfaCallLimitHeader, fmt.Sprintf("%d/%d", used, sfaBucket))
+		// The sandbox throttles only on demand, so it never reports a full
+		// bucket otherwise (a client would rightly hold off).
+		w.Header().Set(sfaCallLimitHeader, fmt.Sprintf("%d/%d", min(used, sfaBucket-1), sfaBucket))
 		r.Header.Set(sfaShopHeader, domain)
 		next.ServeHTTP(w, r)
 	})

@@ -43,9 +43,9 @@ import (
 // "type", "errors"}. No or a "sandbox-fail" X-Auth-Token is 401; the store
 // hash "sandbox-fail" is 503; the token "sandbox-ratelimit" makes every
 // other call a 429 with X-Rate-Limit-Requests-Left: 0 and
-// X-Rate-Limit-Time-Reset-Ms. Every answer carries the four
+// X-Rate-Limit-Time-Reset-Ms: 1000. Every answer carries the four
 // X-Rate-Limit-* headers of a 150-call, 30-second window (reported, never
-// enforced).
+// enforced, never 0 left outside the on-demand 429s).
 
 const (
 	sfcQuota        = 150
@@ -178,7 +178,8 @@ func (s *sfcSandbox) authenticate(next http.Handler) http.Handler {
 			st.window, st.windowCalls = now, 0
 		}
 		st.windowCalls++
-		left := max(0, sfcQuota-st.windowCalls)
+		// Throttling is on demand only, so the quota never reads used up.
+		left := max(1, sfcQuota-st.windowCalls)
 		reset := sfcWindow - now.Sub(st.window)
 		limited := token == RateLimitValue && st.calls%2 == 1
 		s.mu.Unlock()
@@ -187,6 +188,7 @@ func (s *sfcSandbox) authenticate(next http.Handler) http.Handler {
 		h.Set("X-Rate-Limit-Time-Reset-Ms", strconv.FormatInt(max(1, reset.Milliseconds()), 10))
 		h.Set("X-Rate-Limit-Requests-Quota", strconv.Itoa(sfcQuota))
 		if limited {
+			h.Set("X-Rate-Limit-Time-Reset-Ms", "1000")
 			h.Set("X-Rate-Limit-Requests-Left", "0")
 			sfcError(w, r, http.StatusTooManyRequests, "Too many requests", nil)
 			return
