@@ -59,6 +59,24 @@
 //   - An order id outside the store's catalog is 404 not_found; an unknown
 //     type or route is 404 too; a wrong method 405.
 //   - A malformed since, cursor or limit is 400 invalid_request.
+//
+// # The platforms' own APIs
+//
+// Besides the invented protocol of the sections above, three platforms are
+// served in their real wire formats at the prefixes CONTRACT 8b's variables
+// default to under FOS_SANDBOX=1, so the production connectors
+// (platforms.NewStorefrontA, NewShippingHubA, NewStorefrontC) run unchanged
+// against them:
+//
+//	/platforms/storefront_a/admin/api/{version}/...   REST Admin API (storefront_a.go)
+//	/platforms/shipping_hub_a/{orders,shipments,...}  the hub's V1 API (shipping_hub_a.go)
+//	/platforms/storefront_c/stores/{hash}/v2|v3/...   V2/V3 Management API (storefront_c.go)
+//
+// Their stores hold StoreOrderCount orders each (StoreSize, or N for an
+// identity starting "bulk-N"), record fulfillments and webhooks, answer
+// "sandbox-fail" credentials in the platform's own error format and
+// "sandbox-ratelimit" with every other call a 429 carrying the platform's
+// rate-limit headers.
 package sandboxapi
 
 import (
