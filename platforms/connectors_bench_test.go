@@ -2,13 +2,25 @@ package platforms_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/sandboxapi"
 )
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
 
 // Listing a 10,000-order sandbox store through each connector: the
 // platform side of a 10,000-order grab-orders (requests/op is the number
@@ -33,6 +45,8 @@ func BenchmarkListBulkStore(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			srv := httptest.NewServer(sandboxapi.NewHandler())
 			defer srv.Close()
+			counter := &countingTransport{next: srv.Client().Transport}
+			srv.Client().Transport = counter
 			c := tc.conn(srv.URL, srv)
 			ctx := context.Background()
 			requests := 0
@@ -55,6 +69,7 @@ func BenchmarkListBulkStore(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(requests)/float64(b.N), "pages/op")
+			b.ReportMetric(float64(counter.n.Load())/float64(b.N), "requests/op")
 		})
 	}
 }

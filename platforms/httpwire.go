@@ -77,11 +77,13 @@ type pacing struct {
 	// exhausted reads, from any answer, how long to hold off because the
 	// quota is used up (0: it is not).
 	exhausted func(http.Header) time.Duration
+	// maxSleep is the longest wait slept inside a call (0: maxPaceSleep).
+	maxSleep time.Duration
 }
 
-// maxPaceSleep is the longest a call sleeps for the platform's quota; a
-// longer wait fails at once with a *RateLimitError naming it, so the
-// caller (a Temporal activity) waits outside.
+// maxPaceSleep is the longest a call sleeps for the platform's quota by
+// default; a longer wait fails at once with a *RateLimitError naming it, so
+// the caller (a Temporal activity) waits outside.
 const maxPaceSleep = time.Second
 
 // pacer remembers, per quota key, the time before which the platform asked
@@ -106,9 +108,9 @@ func (p *pacer) hold(key string, d time.Duration) {
 	}
 }
 
-// wait returns when key may be called: at once, after a short sleep, or
-// with a *RateLimitError when the wait is longer than maxPaceSleep.
-func (p *pacer) wait(ctx context.Context, key string) error {
+// wait returns when key may be called: at once, after a sleep of at most
+// maxSleep, or with a *RateLimitError when the wait is longer.
+func (p *pacer) wait(ctx context.Context, key string, maxSleep time.Duration) error {
 	if p == nil {
 		return nil
 	}
@@ -122,7 +124,10 @@ func (p *pacer) wait(ctx context.Context, key string) error {
 	if !ok || d <= 0 {
 		return nil
 	}
-	if d > maxPaceSleep {
+	if maxSleep <= 0 {
+		maxSleep = maxPaceSleep
+	}
+	if d > maxSleep {
 		return &RateLimitError{Err: &Error{Code: CodeRateLimited, Message: "the platform's rate limit is used up", Retryable: true}, RetryAfter: d}
 	}
 	t := time.NewTimer(d)
@@ -158,7 +163,7 @@ func (c wireCall) do(ctx context.Context, client *http.Client) (*wireResponse, e
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidConfig, Message: "cannot build platform request", cause: err}
 	}
-	if err := c.pace.pacer.wait(ctx, c.pace.key); err != nil {
+	if err := c.pace.pacer.wait(ctx, c.pace.key, c.pace.maxSleep); err != nil {
 		return nil, err
 	}
 	for k, vs := range c.header {

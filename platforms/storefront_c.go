@@ -39,8 +39,16 @@ const StorefrontCDefaultURL = "https://api.bigcommerce.com"
 const (
 	StorefrontCTokenHeader = "X-Auth-Token"
 	storefrontCMaxLimit    = 250
+	// storefrontCPageSize: every order costs two more calls (products,
+	// addresses), so a page of 50 (101 calls) fits the smallest plan's
+	// quota of 150 calls per 30 s window.
+	storefrontCPageSize = 50
 	// storefrontCParallel bounds the sub-resource reads of one page.
 	storefrontCParallel = 4
+	// storefrontCMaxSleep: a used-up quota is waited out inside the call
+	// (one 30 s window at most), so a page is never cut off half-read and
+	// re-read from the start.
+	storefrontCMaxSleep = 30 * time.Second
 )
 
 var storeHashRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -61,7 +69,7 @@ func NewStorefrontC(baseURL string, client *http.Client, opts ...Option) *Storef
 	if base == "" {
 		base = StorefrontCDefaultURL
 	}
-	return &StorefrontC{baseURL: base, client: timedClient(client), opts: applyOptions(storefrontCMaxLimit, storefrontCMaxLimit, opts)}
+	return &StorefrontC{baseURL: base, client: timedClient(client), opts: applyOptions(storefrontCPageSize, storefrontCMaxLimit, opts)}
 }
 
 type storefrontCStore struct {
@@ -87,7 +95,8 @@ func (c *StorefrontC) store(b Bridge) (storefrontCStore, error) {
 func (c *StorefrontC) call(ctx context.Context, s storefrontCStore, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
 	return wireCall{
 		method: method, url: joinURL(s.root, path, q), header: s.header, body: body, orderLookup: orderLookup,
-		pace: pacing{pacer: &c.pacer, key: s.hash, retryAfter: storefrontCRetryAfter, exhausted: storefrontCQuotaUsed},
+		pace: pacing{pacer: &c.pacer, key: s.hash, retryAfter: storefrontCRetryAfter, exhausted: storefrontCQuotaUsed,
+			maxSleep: storefrontCMaxSleep},
 	}.do(ctx, c.client)
 }
 

@@ -50,7 +50,7 @@ func TestStorefrontCDecodesPublishedOrders(t *testing.T) {
 	assert.Equal(t, []string{"2018-01-01T00:00:00Z"}, req.query["min_date_modified"])
 	assert.Equal(t, []string{"id:asc"}, req.query["sort"])
 	assert.Equal(t, []string{"1"}, req.query["page"])
-	assert.Equal(t, []string{"250"}, req.query["limit"])
+	assert.Equal(t, []string{"50"}, req.query["limit"], "50 orders cost 101 calls, within the smallest quota window")
 	o := orders[0]
 	assert.Equal(t, "100", o.ExternalID)
 	assert.Equal(t, platforms.StatusConfirmed, o.Status, "11 Awaiting Fulfillment")
@@ -200,6 +200,26 @@ func TestStorefrontCErrorClasses(t *testing.T) {
 	require.ErrorIs(t, err, platforms.ErrRateLimited)
 	wait, _ := platforms.RetryAfter(err)
 	assert.Equal(t, 15*time.Second, wait, "the longer of the two")
+
+	// A used-up quota is waited out inside the call (up to a window)...
+	c = platforms.NewStorefrontC(f.srv.URL, f.srv.Client())
+	f.serve("GET "+sfcRoot+"/v3/inventory/locations", 200, []byte(`{"data":[],"meta":{}}`),
+		"X-Rate-Limit-Requests-Left", "0", "X-Rate-Limit-Time-Reset-Ms", "300")
+	_, err = c.ListLocations(ctx, b)
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = c.ListLocations(ctx, b)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, time.Since(start), 250*time.Millisecond)
+	// ...but a longer wait fails at once with it.
+	f.serve("GET "+sfcRoot+"/v3/inventory/locations", 200, []byte(`{"data":[],"meta":{}}`),
+		"X-Rate-Limit-Requests-Left", "0", "X-Rate-Limit-Time-Reset-Ms", "45000")
+	_, err = c.ListLocations(ctx, b)
+	require.NoError(t, err)
+	_, err = c.ListLocations(ctx, b)
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	wait, _ = platforms.RetryAfter(err)
+	assert.Greater(t, wait, 40*time.Second)
 	c = platforms.NewStorefrontC(f.srv.URL, f.srv.Client())
 
 	f.serve("GET "+sfcRoot+"/v2/orders", 503, []byte(`[{"status":503,"message":"Service Unavailable"}]`))
