@@ -129,10 +129,10 @@ func mountStorefrontC(r chi.Router, prefix string) {
 		g.Get(v2+"/orders", s.listOrders)
 		g.Get(v2+"/orders/count", s.countOrders)
 		g.Get(v2+"/orders/{id}", s.getOrder)
-		g.Get(v2+"/orders/{id}/products", s.listProducts)
-		g.Get(v2+"/orders/{id}/shipping_addresses", s.listAddresses)
-		g.Get(v2+"/orders/{id}/shippingaddresses", s.listAddresses)
-		g.Get(v2+"/orders/{id}/shipments", s.listShipments)
+		g.Get(v2+"/orders/{id}/products", s.subList(orderProducts))
+		g.Get(v2+"/orders/{id}/shipping_addresses", s.subList(orderAddresses))
+		g.Get(v2+"/orders/{id}/shippingaddresses", s.subList(orderAddresses))
+		g.Get(v2+"/orders/{id}/shipments", s.subList(orderShipments))
 		g.Get(v2+"/orders/{id}/shipments/count", s.countShipments)
 		g.Post(v2+"/orders/{id}/shipments", s.createShipment)
 		g.Get(v3+"/inventory/locations", s.listLocations)
@@ -599,59 +599,33 @@ func (s *sfcSandbox) getOrder(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-func (s *sfcSandbox) listProducts(w http.ResponseWriter, r *http.Request) {
-	page, limit, ok := sfcPaging(r.URL.Query(), 50)
-	if !ok {
-		sfcError(w, r, http.StatusBadRequest, "The page or limit parameter is invalid.", nil)
-		return
+// subList serves one page of an order's sub-resource list.
+func (s *sfcSandbox) subList(list func(st *sfcStore, o *sfcOrder) []map[string]any) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		page, limit, ok := sfcPaging(r.URL.Query(), 50)
+		if !ok {
+			sfcError(w, r, http.StatusBadRequest, "The page or limit parameter is invalid.", nil)
+			return
+		}
+		s.mu.Lock()
+		st, o := s.order(r)
+		var items []map[string]any
+		if o != nil {
+			items, _ = paginate(list(st, o), page, limit)
+		}
+		s.mu.Unlock()
+		if o == nil {
+			s.notFound(w, r)
+			return
+		}
+		writeV2List(w, items)
 	}
-	s.mu.Lock()
-	_, o := s.order(r)
-	var items []map[string]any
-	if o != nil {
-		items, _ = paginate(o.products, page, limit)
-	}
-	s.mu.Unlock()
-	if o == nil {
-		s.notFound(w, r)
-		return
-	}
-	writeV2List(w, items)
 }
 
-func (s *sfcSandbox) listAddresses(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	_, o := s.order(r)
-	var items []map[string]any
-	if o != nil {
-		items = o.addresses
-	}
-	s.mu.Unlock()
-	if o == nil {
-		s.notFound(w, r)
-		return
-	}
-	writeV2List(w, items)
-}
-
-func (s *sfcSandbox) listShipments(w http.ResponseWriter, r *http.Request) {
-	page, limit, ok := sfcPaging(r.URL.Query(), 50)
-	if !ok {
-		sfcError(w, r, http.StatusBadRequest, "The page or limit parameter is invalid.", nil)
-		return
-	}
-	s.mu.Lock()
-	st, o := s.order(r)
-	var items []map[string]any
-	if o != nil {
-		items, _ = paginate(st.shipments[o.id], page, limit)
-	}
-	s.mu.Unlock()
-	if o == nil {
-		s.notFound(w, r)
-		return
-	}
-	writeV2List(w, items)
+func orderProducts(_ *sfcStore, o *sfcOrder) []map[string]any  { return o.products }
+func orderAddresses(_ *sfcStore, o *sfcOrder) []map[string]any { return o.addresses }
+func orderShipments(st *sfcStore, o *sfcOrder) []map[string]any {
+	return st.shipments[o.id]
 }
 
 func (s *sfcSandbox) countShipments(w http.ResponseWriter, r *http.Request) {
