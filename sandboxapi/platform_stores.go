@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +100,27 @@ func readBody(w http.ResponseWriter, r *http.Request, v any) error {
 		return err
 	}
 	return json.Unmarshal(raw, v)
+}
+
+// pageParams reads the 1-based page and the page size (the sizeKey
+// parameter, 1-maxSize, default def).
+func pageParams(q url.Values, sizeKey string, def, maxSize int) (page, size int, ok bool) {
+	page, size = 1, def
+	if v := q.Get("page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, 0, false
+		}
+		page = n
+	}
+	if v := q.Get(sizeKey); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSize {
+			return 0, 0, false
+		}
+		size = n
+	}
+	return page, size, true
 }
 
 // paginate returns the 1-based page of items and the page count.

@@ -489,26 +489,6 @@ func (a *hubAccount) labelOf(o order, ho hubOrder) hubShipment {
 	}
 }
 
-// hubPaging reads page and pageSize.
-func hubPaging(q url.Values) (page, size int, ok bool) {
-	page, size = 1, hubDefaultPageSize
-	if v := q.Get("page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return 0, 0, false
-		}
-		page = n
-	}
-	if v := q.Get("pageSize"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > hubMaxPageSize {
-			return 0, 0, false
-		}
-		size = n
-	}
-	return page, size, true
-}
-
 // hubDate reads a date filter ("2015-01-01 00:00:00" or "2015-01-01",
 // Pacific time); zero when absent.
 func hubDate(q url.Values, key string) (time.Time, bool) {
@@ -541,7 +521,7 @@ func hubSortDesc(q url.Values) bool { return strings.EqualFold(q.Get("sortDir"),
 
 func (s *hubSandbox) listOrders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page, size, ok := hubPaging(q)
+	page, size, ok := pageParams(q, "pageSize", hubDefaultPageSize, hubMaxPageSize)
 	modified, ok1 := hubRange(q, "modifyDate")
 	created, ok2 := hubRange(q, "createDate")
 	ordered, ok3 := hubRange(q, "orderDate")
@@ -683,7 +663,7 @@ func (s *hubSandbox) markAsShipped(w http.ResponseWriter, r *http.Request) {
 
 func (s *hubSandbox) listShipments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page, size, ok := hubPaging(q)
+	page, size, ok := pageParams(q, "pageSize", hubDefaultPageSize, hubMaxPageSize)
 	created, ok1 := hubRange(q, "createDate")
 	shipped, ok2 := hubRange(q, "shipDate")
 	var orderID int64
@@ -733,7 +713,7 @@ func (s *hubSandbox) listShipments(w http.ResponseWriter, r *http.Request) {
 
 func (s *hubSandbox) listFulfillments(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page, size, ok := hubPaging(q)
+	page, size, ok := pageParams(q, "pageSize", hubDefaultPageSize, hubMaxPageSize)
 	var orderID int64
 	if v := q.Get("orderId"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -400,25 +400,6 @@ func parseSfcDate(v string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func sfcPaging(q url.Values, def int) (page, limit int, ok bool) {
-	page, limit = 1, def
-	if v := q.Get("page"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return 0, 0, false
-		}
-		page = n
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > sfcMaxLimit {
-			return 0, 0, false
-		}
-		limit = n
-	}
-	return page, limit, true
-}
-
 // writeV2List writes a bare array, or 204 when it is empty.
 func writeV2List[T any](w http.ResponseWriter, items []T) {
 	if len(items) == 0 {
@@ -497,7 +478,7 @@ func orderFilter(q url.Values) (func(*sfcOrder) bool, string) {
 
 func (s *sfcSandbox) listOrders(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	page, limit, ok := sfcPaging(q, sfcDefaultLimit)
+	page, limit, ok := pageParams(q, "limit", sfcDefaultLimit, sfcMaxLimit)
 	match, bad := orderFilter(q)
 	field, dir, _ := strings.Cut(q.Get("sort"), ":")
 	if field == "" {
@@ -602,7 +583,7 @@ func (s *sfcSandbox) getOrder(w http.ResponseWriter, r *http.Request) {
 // subList serves one page of an order's sub-resource list.
 func (s *sfcSandbox) subList(list func(st *sfcStore, o *sfcOrder) []map[string]any) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		page, limit, ok := sfcPaging(r.URL.Query(), 50)
+		page, limit, ok := pageParams(r.URL.Query(), "limit", 50, sfcMaxLimit)
 		if !ok {
 			sfcError(w, r, http.StatusBadRequest, "The page or limit parameter is invalid.", nil)
 			return
@@ -756,7 +737,7 @@ func v3Meta(total, page, limit int) map[string]any {
 }
 
 func (s *sfcSandbox) listLocations(w http.ResponseWriter, r *http.Request) {
-	page, limit, ok := sfcPaging(r.URL.Query(), 50)
+	page, limit, ok := pageParams(r.URL.Query(), "limit", 50, sfcMaxLimit)
 	if !ok {
 		sfcError(w, r, http.StatusBadRequest, "The page or limit parameter is invalid.", nil)
 		return
@@ -769,7 +750,7 @@ func (s *sfcSandbox) listLocations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *sfcSandbox) listHooks(w http.ResponseWriter, r *http.Request) {
-	page, limit, ok := sfcPaging(r.URL.Query(), 50)
+	page, limit, ok := pageParams(r.URL.Query(), "limit", 50, sfcMaxLimit)
 	if !ok {
 		sfcError(w, r, http.StatusBadRequest, "The page or limit parameter is invalid.", nil)
 		return
