@@ -204,30 +204,29 @@ func (c *StorefrontA) ListOrders(ctx context.Context, b Bridge, since time.Time,
 
 // linkPageInfo returns the page_info of the Link header URL with the given
 // rel ("" when there is none): `<https://…?limit=50&page_info=abc>;
-// rel="next", <…>; rel="previous"`.
+// rel="next", <…>; rel="previous"`. URLs may hold commas (fields=id,name),
+// so links are split at "<", not at ",".
 func linkPageInfo(links []string, rel string) string {
 	for _, h := range links {
-		for _, part := range strings.Split(h, ",") {
-			segs := strings.Split(part, ";")
-			target := strings.TrimSpace(segs[0])
-			if !strings.HasPrefix(target, "<") || !strings.HasSuffix(target, ">") {
+		for _, part := range strings.Split(h, "<")[1:] {
+			target, params, ok := strings.Cut(part, ">")
+			if !ok {
 				continue
 			}
 			match := false
-			for _, p := range segs[1:] {
-				k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
-				if ok && strings.EqualFold(strings.TrimSpace(k), "rel") && strings.Trim(strings.TrimSpace(v), `"`) == rel {
+			for _, p := range strings.Split(params, ";") {
+				k, v, ok := strings.Cut(p, "=")
+				v = strings.Trim(strings.TrimRight(strings.TrimSpace(v), ", "), `"`)
+				if ok && strings.EqualFold(strings.TrimSpace(k), "rel") && v == rel {
 					match = true
 				}
 			}
 			if !match {
 				continue
 			}
-			u, err := url.Parse(strings.Trim(target, "<>"))
-			if err != nil {
-				continue
+			if u, err := url.Parse(target); err == nil {
+				return u.Query().Get("page_info")
 			}
-			return u.Query().Get("page_info")
 		}
 	}
 	return ""

@@ -322,7 +322,7 @@ func TestStorefrontAPagesThroughTheLinkHeader(t *testing.T) {
 	f.routes["GET "+sfaRoot+"/orders.json"] = func(w http.ResponseWriter, r *http.Request) {
 		p := pages[r.URL.Query().Get("page_info")]
 		if p.next != "" {
-			w.Header().Set("Link", fmt.Sprintf(`<https://johns-apparel.myshopify.com%s/orders.json?limit=2&page_info=prev>; rel="previous", <https://johns-apparel.myshopify.com%s/orders.json?limit=2&page_info=%s>; rel="next"`, sfaRoot, sfaRoot, p.next))
+			w.Header().Set("Link", fmt.Sprintf(`<https://johns-apparel.myshopify.com%s/orders.json?fields=id,name&limit=2&page_info=prev>; rel="previous", <https://johns-apparel.myshopify.com%s/orders.json?fields=id,name&limit=2&page_info=%s>; rel="next"`, sfaRoot, sfaRoot, p.next))
 		}
 		var orders []string
 		for _, id := range p.ids {
