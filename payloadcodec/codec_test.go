@@ -1,0 +1,185 @@
+package payloadcodec
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+func newKey(t *testing.T) Key {
+	t.Helper()
+	raw := make([]byte, KeySize)
+	_, err := rand.Read(raw)
+	require.NoError(t, err)
+	k, err := NewKey(raw)
+	require.NoError(t, err)
+	return k
+}
+
+type secretInput struct {
+	PIN     string
+	Address string
+}
+
+func TestRoundTripHidesTheValues(t *testing.T) {
+	c := New(newKey(t))
+	dc := c.DataConverter()
+	in := secretInput{PIN: "482913", Address: "12 Baker Street"}
+	p, err := dc.ToPayload(in)
+	require.NoError(t, err)
+	require.Equal(t, Encoding, string(p.GetMetadata()[converter.MetadataEncoding]))
+	require.Equal(t, c.KeyID(), string(p.GetMetadata()[MetadataKeyID]))
+	raw, err := protojson.Marshal(p)
+	require.NoError(t, err)
+	for _, clear := range []string{"482913", "Baker", "json/plain"} {
+		require.NotContains(t, string(raw), clear)
+		require.NotContains(t, string(raw), base64.StdEncoding.EncodeToString([]byte(clear)))
+	}
+	var out secretInput
+	require.NoError(t, dc.FromPayload(p, &out))
+	require.Equal(t, in, out)
+
+	// Two encodings of one value differ (fresh nonce).
+	p2, err := dc.ToPayload(in)
+	require.NoError(t, err)
+	require.NotEqual(t, p.GetData(), p2.GetData())
+}
+
+func TestRotation(t *testing.T) {
+	oldKey, newK := newKey(t), newKey(t)
+	require.NotEqual(t, oldKey.ID, newK.ID)
+	before, err := New(oldKey).DataConverter().ToPayload("invoice 4711")
+	require.NoError(t, err)
+
+	// After rotation: new payloads use the new key, old ones still open.
+	rotated := New(newK, oldKey)
+	var s string
+	require.NoError(t, rotated.DataConverter().FromPayload(before, &s))
+	require.Equal(t, "invoice 4711", s)
+	after, err := rotated.DataConverter().ToPayload("x")
+	require.NoError(t, err)
+	require.Equal(t, newK.ID, string(after.GetMetadata()[MetadataKeyID]))
+
+	// Without the old key: a clear error naming the variable.
+	err = New(newK).DataConverter().FromPayload(before, &s)
+	require.ErrorContains(t, err, "FOS_PAYLOAD_OLD_KEYS")
+}
+
+func TestDecodeRejectsTamperingAndPassesClearPayloads(t *testing.T) {
+	c := New(newKey(t))
+	enc, err := c.Encode([]*commonpb.Payload{{Metadata: map[string][]byte{"encoding": []byte("json/plain")}, Data: []byte(`"x"`)}})
+	require.NoError(t, err)
+	enc[0].Data[len(enc[0].Data)-1] ^= 1
+	_, err = c.Decode(enc)
+	require.ErrorContains(t, err, "does not authenticate")
+
+	// A history written before encryption was on still decodes.
+	clear, err := converter.GetDefaultDataConverter().ToPayload("old")
+	require.NoError(t, err)
+	dec, err := c.Decode([]*commonpb.Payload{clear})
+	require.NoError(t, err)
+	require.Equal(t, clear, dec[0])
+}
+
+func TestKeys(t *testing.T) {
+	_, err := ParseKey("c2hvcnQ=")
+	require.Error(t, err)
+	raw := bytes.Repeat([]byte{7}, KeySize)
+	a, err := ParseKey(base64.StdEncoding.EncodeToString(raw))
+	require.NoError(t, err)
+	b, err := NewKey(raw)
+	require.NoError(t, err)
+	require.Equal(t, a.ID, b.ID, "the id is a function of the key")
+	d1, err := DeriveKey(raw)
+	require.NoError(t, err)
+	d2, err := DeriveKey(raw)
+	require.NoError(t, err)
+	require.Equal(t, d1.ID, d2.ID)
+	require.NotEqual(t, a.ID, d1.ID, "the derived key is not the secret itself")
+}
+
+func TestHTTPHandler(t *testing.T) {
+	c := New(newKey(t))
+	h := NewHTTPHandler(c, HandlerOptions{AllowedOrigins: []string{"http://ui.test"}, Token: "s3cret"})
+	srv := httptest.NewServer(http.StripPrefix("/codec", h))
+	defer srv.Close()
+
+	clear, err := converter.GetDefaultDataConverter().ToPayload(secretInput{PIN: "482913"})
+	require.NoError(t, err)
+	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{clear}})
+	require.NoError(t, err)
+
+	post := func(path, token, origin string, body []byte) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Namespace", "default")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		return resp
+	}
+	read := func(resp *http.Response) []*commonpb.Payload {
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(raw))
+		var out commonpb.Payloads
+		require.NoError(t, protojson.Unmarshal(raw, &out), string(raw))
+		return out.GetPayloads()
+	}
+
+	// Encode, then decode: the original payload back.
+	resp := post("/codec/encode", "s3cret", "http://ui.test", body)
+	require.Equal(t, "http://ui.test", resp.Header.Get("Access-Control-Allow-Origin"))
+	enc := read(resp)
+	require.Len(t, enc, 1)
+	require.Equal(t, Encoding, string(enc[0].GetMetadata()["encoding"]))
+	encBody, err := json.Marshal(map[string]any{"payloads": enc})
+	require.NoError(t, err)
+	dec := read(post("/codec/decode", "s3cret", "", encBody))
+	require.Len(t, dec, 1)
+	var got secretInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(dec[0], &got))
+	require.Equal(t, "482913", got.PIN)
+
+	// No token, a wrong token: 401 and nothing decoded.
+	for _, tok := range []string{"", "wrong"} {
+		resp := post("/codec/decode", tok, "", encBody)
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+		require.NotContains(t, string(raw), "482913")
+	}
+
+	// Preflight from the UI's origin; another origin gets no CORS grant.
+	req, err := http.NewRequest(http.MethodOptions, srv.URL+"/codec/decode", nil)
+	require.NoError(t, err)
+	req.Header.Set("Origin", "http://ui.test")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	pre, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	pre.Body.Close()
+	require.Equal(t, http.StatusNoContent, pre.StatusCode)
+	require.Equal(t, "http://ui.test", pre.Header.Get("Access-Control-Allow-Origin"))
+	require.True(t, strings.Contains(pre.Header.Get("Access-Control-Allow-Headers"), "X-Namespace"))
+	resp = post("/codec/decode", "s3cret", "http://evil.test", encBody)
+	resp.Body.Close()
+	require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+}
