@@ -70,6 +70,9 @@ type Config struct {
 	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
 	// its key after its process died.
 	IdempotencyLease time.Duration
+	// Temporal: TLS, API key, worker tuning, bulk queue, metrics, payload
+	// codec (config/temporal.go).
+	Temporal Temporal
 }
 
 // Problems lists everything wrong with a configuration.
@@ -211,6 +214,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	default:
 		p = append(p, fmt.Sprintf("FOS_LLM_PROVIDER=%q: must be anthropic, openai or sandbox", c.LLMProvider))
 	}
+	c.Temporal, p = loadTemporal(get, c.TaskQueue, p)
 	if len(p) > 0 {
 		return c, p
 	}
