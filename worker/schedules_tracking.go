@@ -12,6 +12,13 @@ import (
 // DefaultTrackingEvery is how often the tracking poller runs by default.
 const DefaultTrackingEvery = 15 * time.Minute
 
+// TrackingExecutionTimeout bounds one poll (continue-as-new runs
+// included): two intervals, at least 30 minutes, so a stuck poll delays at
+// most one later poll.
+func TrackingExecutionTimeout(every time.Duration) time.Duration {
+	return max(2*every, 30*time.Minute)
+}
+
 // EnsureTrackingSchedule creates, or brings up to date, the Temporal
 // Schedule schedule/tracking-poller that starts a TrackingPoller workflow
 // on taskQueue every `every` (0: DefaultTrackingEvery). It is idempotent:
@@ -30,7 +37,10 @@ func EnsureTrackingSchedule(ctx context.Context, c client.Client, taskQueue stri
 			Workflow:  workflows.TrackingPollerWorkflowType,
 			Args:      []any{workflows.TrackingPollerInput{}},
 			TaskQueue: taskQueue,
-			Memo:      map[string]any{"scheduleId": workflows.TrackingPollerScheduleID},
+			// A stuck poll ends in time: with overlap SKIP it would
+			// otherwise block every later one.
+			WorkflowExecutionTimeout: TrackingExecutionTimeout(every),
+			Memo:                     map[string]any{"scheduleId": workflows.TrackingPollerScheduleID},
 		},
 		note: "tracks carrier-tracked shipments that are still moving",
 	})

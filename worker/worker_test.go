@@ -8,6 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
 	"google.golang.org/grpc"
 )
@@ -69,5 +70,43 @@ func TestEnsureSearchAttributes(t *testing.T) {
 	op = &fakeOperator{have: map[string]enumspb.IndexedValueType{"OrganizationId": enumspb.INDEXED_VALUE_TYPE_TEXT}}
 	require.ErrorContains(t, ensureWith(t, op), "OrganizationId")
 	op = &fakeOperator{addErr: serviceerror.NewPermissionDenied("no", "")}
-	require.Error(t, ensureWith(t, op))
+	err := ensureWith(t, op)
+	require.ErrorContains(t, err, `the Temporal namespace "ns" lacks the search attribute(s) OrganizationId`)
+	require.ErrorContains(t, err, "temporal operator search-attribute create --namespace ns --name OrganizationId --type Keyword")
+}
+
+// fakeWorkflowService answers visibility counts: InvalidArgument when the
+// query names an attribute the namespace lacks.
+type fakeWorkflowService struct {
+	workflowservice.WorkflowServiceClient
+	known bool
+}
+
+func (f *fakeWorkflowService) CountWorkflowExecutions(context.Context, *workflowservice.CountWorkflowExecutionsRequest, ...grpc.CallOption) (*workflowservice.CountWorkflowExecutionsResponse, error) {
+	if !f.known {
+		return nil, serviceerror.NewInvalidArgument("invalid query: unknown search attribute OrganizationId")
+	}
+	return &workflowservice.CountWorkflowExecutionsResponse{}, nil
+}
+
+// deniedOperator may not list search attributes (a Cloud API key).
+type deniedOperator struct{ operatorservice.OperatorServiceClient }
+
+func (deniedOperator) ListSearchAttributes(context.Context, *operatorservice.ListSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
+	return nil, serviceerror.NewPermissionDenied("operator rights needed", "")
+}
+
+func TestMissingSearchAttributesProbesWhenListingIsDenied(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		c := mocks.NewClient(t)
+		c.On("OperatorService").Return(deniedOperator{})
+		c.On("WorkflowService").Return(&fakeWorkflowService{known: known})
+		missing, err := MissingSearchAttributes(context.Background(), c, "ns")
+		require.NoError(t, err)
+		if known {
+			require.Empty(t, missing)
+		} else {
+			require.Equal(t, []string{"OrganizationId"}, missing)
+		}
+	}
 }

@@ -76,6 +76,7 @@ var (
 	// counted); what fails it (the database) is retried.
 	trackingPollOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout:    2 * time.Minute, // a heartbeat per carrier account done
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        5 * time.Second,
 			BackoffCoefficient:     2,
