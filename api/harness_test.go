@@ -46,9 +46,11 @@ func newEnv(t testing.TB, opts ...func(*Deps)) *testEnv {
 		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
 		Secrets:   box,
 		TaskQueue: "fos-test",
-		Mailer:    mb,
-		Mailbox:   mb,
-		BaseURL:   "http://fos.test",
+		// Bulk work (rate comparisons) starts on its own queue.
+		BulkTaskQueue: "fos-test-bulk",
+		Mailer:        mb,
+		Mailbox:       mb,
+		BaseURL:       "http://fos.test",
 	}
 	for _, o := range opts {
 		o(&d)

@@ -494,7 +494,8 @@ func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) e
 
 	in := workflows.NewRateComparisonInput(p.OrganizationID.String(), c.ID.String(),
 		workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name})
-	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"comparisonId": in.ComparisonID})
+	// Bulk work: on its own task queue, never in front of interactive work.
+	opts := worker.StartOptions(wfID, s.bulkTaskQueue, in.OrganizationID, map[string]any{"comparisonId": in.ComparisonID})
 	// The comparison was draft or failed, so a run with this id that is
 	// still open can only be a finished one closing down: replace it.
 	// (A start sent again after a lost answer joins instead.)

@@ -322,7 +322,7 @@ func expectRateComparisonStartWith(t *testing.T, tc *mocks.Client, orgID, id str
 	call := tc.On("ExecuteWorkflow", mock.Anything,
 		mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
 			org, ok := o.TypedSearchAttributes.GetKeyword(worker.OrganizationIDKey)
-			return o.ID == "rate-comparison/"+id && o.TaskQueue == "fos-test" &&
+			return o.ID == "rate-comparison/"+id && o.TaskQueue == "fos-test-bulk" &&
 				o.WorkflowIDConflictPolicy == policy &&
 				ok && org == orgID && o.Memo["comparisonId"] == id
 		}),

@@ -7,6 +7,8 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,6 +22,7 @@ import (
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
 )
 
 // Deps is what the API needs.
@@ -37,7 +40,17 @@ type Deps struct {
 	// Temporal starts and signals workflows; TaskQueue is where they run.
 	Temporal  client.Client
 	TaskQueue string
-	Mailer    email.Sender
+	// BulkTaskQueue is where bulk work (rate comparisons; later syncs and
+	// operations) runs, so interactive work never waits behind it
+	// (default: TaskQueue).
+	BulkTaskQueue string
+	// TemporalNamespace, when set, makes /readyz check that the namespace
+	// has the search attributes every workflow start needs.
+	TemporalNamespace string
+	// Codec, when set (fos dev), serves the Temporal UI's remote payload
+	// codec at /codec/encode and /codec/decode.
+	Codec  http.Handler
+	Mailer email.Sender
 	// Mailbox, when set (fos dev), is served at GET /dev/mailbox.
 	Mailbox *email.Mailbox
 	// BaseURL is the public base URL (links in e-mails, webhook URLs).
@@ -69,10 +82,15 @@ type Server struct {
 	rateTimeout time.Duration
 	temporal    client.Client
 	taskQueue   string
-	mailer      email.Sender
-	mailbox     *email.Mailbox
-	baseURL     string
-	keyUse      keyUseRecorder
+	// bulkTaskQueue is never empty (TaskQueue when not configured).
+	bulkTaskQueue string
+	namespace     string
+	// searchAttrsOK is set once /readyz found the search attributes.
+	searchAttrsOK atomic.Bool
+	mailer        email.Sender
+	mailbox       *email.Mailbox
+	baseURL       string
+	keyUse        keyUseRecorder
 	// orderHooks is never nil.
 	orderHooks rules.OrderHooks
 	// allowPrivateURLs: see Deps.AllowPrivateURLs.
@@ -94,6 +112,10 @@ func NewRouter(d Deps) http.Handler {
 	if s.orderHooks == nil {
 		s.orderHooks = rules.Noop{}
 	}
+	s.bulkTaskQueue, s.namespace = d.BulkTaskQueue, d.TemporalNamespace
+	if s.bulkTaskQueue == "" {
+		s.bulkTaskQueue = s.taskQueue
+	}
 	s.rateTimeout = d.RateTimeout
 	if s.rateTimeout <= 0 {
 		s.rateTimeout = rating.DefaultTimeout
@@ -110,6 +132,9 @@ func NewRouter(d Deps) http.Handler {
 	r.Get("/readyz", s.readyz)
 	if s.mailbox != nil {
 		r.Get("/dev/mailbox", s.devMailbox)
+	}
+	if d.Codec != nil {
+		r.Mount("/codec", d.Codec)
 	}
 
 	r.Route("/api/v1", func(r chi.Router) {
@@ -161,11 +186,16 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz answers 200 only when PostgreSQL and Temporal answer.
+// readyz answers 200 only when PostgreSQL and Temporal answer and the
+// namespace has the search attributes the workflow starts need; else 503
+// naming what failed.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	checks := map[string]string{"postgres": "ok", "temporal": "ok"}
+	if s.namespace != "" {
+		checks["temporalSearchAttributes"] = "ok"
+	}
 	status := http.StatusOK
 	if err := s.store.Ping(ctx); err != nil {
 		checks["postgres"] = "unavailable"
@@ -177,6 +207,19 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	} else if _, err := s.temporal.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
 		checks["temporal"] = "unavailable"
 		status = http.StatusServiceUnavailable
+	} else if s.namespace != "" && !s.searchAttrsOK.Load() {
+		// Checked until found once; an attribute is not removed in use.
+		missing, err := worker.MissingSearchAttributes(ctx, s.temporal, s.namespace)
+		switch {
+		case err != nil:
+			checks["temporalSearchAttributes"] = "unknown: " + err.Error()
+			status = http.StatusServiceUnavailable
+		case len(missing) > 0:
+			checks["temporalSearchAttributes"] = "missing: " + strings.Join(missing, ", ")
+			status = http.StatusServiceUnavailable
+		default:
+			s.searchAttrsOK.Store(true)
+		}
 	}
 	st := "ready"
 	if status != http.StatusOK {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/worker"
 )
 
 // runDev runs everything a newcomer needs on one machine (CONTRACT 1).
@@ -88,7 +88,9 @@ func runDev(ctx context.Context, args []string) error {
 			Namespace: cfg.TemporalNamespace,
 			Address:   *temporalAddr,
 			UIAddress: *uiAddr,
-			Logger:    log,
+			// The UI decodes payloads through the API's codec endpoint.
+			CodecEndpoint: cfg.BaseURL + "/codec",
+			Logger:        log,
 		})
 		if err != nil {
 			return fmt.Errorf("embedded Temporal: %w (or set TEMPORAL_ADDRESS)", err)
@@ -107,24 +109,33 @@ func runDev(ctx context.Context, args []string) error {
 	if _, err := store.UpgradeSecrets(ctx, st, box, log); err != nil {
 		return fmt.Errorf("upgrade stored secrets: %w", err)
 	}
-	tc, err := dialTemporal(ctx, cfg, log)
+	codec, err := payloadCodec(cfg)
+	if err != nil {
+		return err
+	}
+	metrics, stopMetrics, err := startMetrics(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
+	tc, err := dialTemporal(ctx, cfg, log, metrics)
 	if err != nil {
 		return err
 	}
 	defer tc.Close()
-	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
-		return fmt.Errorf("register the OrganizationId search attribute: %w", err)
+	if err := requireSearchAttributes(ctx, tc, cfg); err != nil {
+		return err
 	}
-	svc := &services{cfg: cfg, log: log, store: st, secrets: box, temporal: tc}
+	svc := &services{cfg: cfg, log: log, store: st, secrets: box, temporal: tc, codec: codec}
 	if err := ensureSchedules(ctx, svc); err != nil {
 		return err
 	}
 
-	w := newWorker(svc)
-	if err := w.Start(); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	ws := newWorkers(svc)
+	if err := ws.start(); err != nil {
+		return err
 	}
-	defer w.Stop()
+	defer ws.stop()
 
 	// Mail stays on this machine unless SMTP is configured.
 	mailbox := &email.Mailbox{}
@@ -136,6 +147,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	deps := apiDeps(svc, mailer)
 	deps.Mailbox = mailbox
+	deps.Codec = devCodec(svc, shownUI)
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -158,7 +170,7 @@ func printBanner(cfg config.Config, uiAddr string, demo *seedResult) {
 	if uiAddr != "" {
 		fmt.Fprintf(&b, "  Temporal UI  http://%s\n", uiAddr)
 	}
-	fmt.Fprintf(&b, "  Temporal     %s (namespace %s, task queue %s)\n", cfg.TemporalAddress, cfg.TemporalNamespace, cfg.TaskQueue)
+	fmt.Fprintf(&b, "  Temporal     %s (namespace %s, task queues %s and %s)\n", cfg.TemporalAddress, cfg.TemporalNamespace, cfg.TaskQueue, cfg.Temporal.BulkTaskQueue)
 	fmt.Fprintf(&b, "  Mailbox      %s/dev/mailbox?to=<e-mail>\n", cfg.BaseURL)
 	fmt.Fprintf(&b, "  Sandbox      %s\n", cfg.SandboxURL)
 	if demo != nil {
@@ -216,4 +228,25 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// devCodec is the codec endpoint `fos dev` serves on its API listener for
+// its own Temporal UI: only while the API listens on loopback (or
+// FOS_CODEC_TOKEN guards it), so decoded payloads stay on this machine.
+func devCodec(svc *services, uiAddr string) http.Handler {
+	host, _, _ := net.SplitHostPort(svc.cfg.HTTPAddr)
+	ip := net.ParseIP(host)
+	loopback := host == "localhost" || (ip != nil && ip.IsLoopback())
+	if !loopback && svc.cfg.Temporal.CodecToken == "" {
+		svc.log.Warn("the Temporal UI shows payloads encrypted: the codec endpoint is served only when FOS_HTTP_ADDR is a loopback address or FOS_CODEC_TOKEN is set")
+		return nil
+	}
+	origins := svc.cfg.Temporal.CodecOrigins
+	if uiAddr != "" {
+		origins = append(origins, "http://"+uiAddr)
+		if _, port, err := net.SplitHostPort(uiAddr); err == nil {
+			origins = append(origins, "http://localhost:"+port)
+		}
+	}
+	return codecHandler(svc, origins)
 }

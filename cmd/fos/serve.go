@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
 
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/payloadcodec"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 )
@@ -28,51 +28,60 @@ type services struct {
 	store    *store.Store
 	secrets  *secrets.Box
 	temporal client.Client
+	// codec encrypts Temporal payloads (the client's data converter uses
+	// the same keys); stopMetrics ends the metrics listener.
+	codec       *payloadcodec.Codec
+	stopMetrics func()
 }
 
 func (s *services) close() {
 	if s.temporal != nil {
 		s.temporal.Close()
 	}
+	if s.stopMetrics != nil {
+		s.stopMetrics()
+	}
 	if s.store != nil {
 		s.store.Close()
 	}
 }
 
-// openServices connects to PostgreSQL and Temporal.
+// openServices connects to PostgreSQL and Temporal (starting the metrics
+// listener first, so the client reports into it), and makes sure the
+// OrganizationId search attribute exists.
 func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*services, error) {
 	box, err := secrets.NewBox(cfg.EncryptionKey)
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	codec, err := payloadCodec(cfg)
 	if err != nil {
+		return nil, err
+	}
+	metrics, stopMetrics, err := startMetrics(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	svc := &services{cfg: cfg, log: log, secrets: box, codec: codec, stopMetrics: stopMetrics}
+	if svc.store, err = store.Open(ctx, cfg.DatabaseURL); err != nil {
+		svc.close()
 		return nil, err
 	}
 	// Re-seal secrets stored in the old format (idempotent, see
 	// store.UpgradeSecrets) before anything reads them.
-	if _, err := store.UpgradeSecrets(ctx, st, box, log); err != nil {
-		st.Close()
+	if _, err := store.UpgradeSecrets(ctx, svc.store, box, log); err != nil {
+		svc.close()
 		return nil, fmt.Errorf("upgrade stored secrets: %w", err)
 	}
-	tc, err := dialTemporal(ctx, cfg, log)
-	if err != nil {
-		st.Close()
+	if svc.temporal, err = dialTemporal(ctx, cfg, log, metrics); err != nil {
+		svc.close()
 		return nil, err
 	}
-	return &services{cfg: cfg, log: log, store: st, secrets: box, temporal: tc}, nil
-}
-
-func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger) (client.Client, error) {
-	tc, err := client.DialContext(ctx, client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		Logger:    tlog.NewStructuredLogger(log.With("component", "temporal-client")),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", cfg.TemporalAddress, err)
+	if err := requireSearchAttributes(ctx, svc.temporal, cfg); err != nil {
+		svc.close()
+		return nil, err
 	}
-	return tc, nil
+	return svc, nil
 }
 
 func newMailer(cfg config.Config, log *slog.Logger) (email.Sender, error) {
@@ -97,8 +106,11 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		RateTimeout: svc.cfg.RateTimeout,
 		Temporal:    svc.temporal,
 		TaskQueue:   svc.cfg.TaskQueue,
-		Mailer:      mailer,
-		BaseURL:     svc.cfg.BaseURL,
+		// Bulk work (rate comparisons) runs on its own task queue.
+		BulkTaskQueue:     svc.cfg.Temporal.BulkTaskQueue,
+		TemporalNamespace: svc.cfg.TemporalNamespace,
+		Mailer:            mailer,
+		BaseURL:           svc.cfg.BaseURL,
 
 		AllowPrivateURLs: svc.cfg.AllowPrivateURLs,
 		Limits:           svc.cfg.Limits,
@@ -120,6 +132,17 @@ func runServe(ctx context.Context) error {
 	mailer, err := newMailer(cfg, log)
 	if err != nil {
 		return err
+	}
+	// The codec endpoint for the Temporal UI, on its own listener so only
+	// the operators' network reaches it (FOS_CODEC_ADDR, off by default).
+	if cfg.Temporal.CodecAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/codec/", codecHandler(svc, cfg.Temporal.CodecOrigins))
+		stop, err := startSideListener(ctx, log, cfg, cfg.Temporal.CodecAddr, mux, "codec")
+		if err != nil {
+			return fmt.Errorf("FOS_CODEC_ADDR: %w", err)
+		}
+		defer stop()
 	}
 	return serveHTTP(ctx, log, cfg, api.NewRouter(apiDeps(svc, mailer)))
 }

@@ -8,8 +8,6 @@ import (
 	"os"
 	"time"
 
-	sdkworker "go.temporal.io/sdk/worker"
-
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/platforms"
@@ -27,27 +25,11 @@ func runWorker(ctx context.Context) error {
 		return err
 	}
 	defer svc.close()
-	if err := worker.EnsureSearchAttributes(ctx, svc.temporal, cfg.TemporalNamespace); err != nil {
-		// The operator may have registered it already with rights we lack.
-		log.Warn("could not ensure the OrganizationId search attribute", "error", err)
-	}
 	if err := ensureSchedules(ctx, svc); err != nil {
 		return err
 	}
-	w := newWorker(svc)
-	log.Info("worker starting", "task_queue", cfg.TaskQueue, "temporal", cfg.TemporalAddress)
-	return w.Run(interruptOn(ctx))
-}
-
-// newWorker registers every workflow and activity on the task queue.
-func newWorker(svc *services) sdkworker.Worker {
-	return worker.New(svc.temporal, svc.cfg.TaskQueue, worker.Deps{
-		Store:     svc.store,
-		Secrets:   svc.secrets,
-		Platforms: platformRegistry(svc.cfg, svc.log),
-		Carriers:  carrierRegistry(svc.cfg),
-		Logger:    svc.log,
-	})
+	log.Info("worker starting", "task_queue", cfg.TaskQueue, "bulk_task_queue", cfg.Temporal.BulkTaskQueue, "temporal", cfg.TemporalAddress)
+	return newWorkers(svc).run(ctx)
 }
 
 // platformRegistry picks the platform connectors: the sandbox under
@@ -94,14 +76,4 @@ func carrierRegistry(cfg config.Config) *carriers.Registry {
 		HTTPClient: &http.Client{Timeout: 30 * time.Second},
 		CarrierA:   carriers.CarrierAConfigFromEnv(os.Getenv),
 	})
-}
-
-// interruptOn adapts a context to the worker's interrupt channel.
-func interruptOn(ctx context.Context) <-chan any {
-	ch := make(chan any, 1)
-	go func() {
-		<-ctx.Done()
-		ch <- struct{}{}
-	}()
-	return ch
 }
