@@ -18,6 +18,7 @@ import (
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
+	namespacepb "go.temporal.io/api/namespace/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -40,6 +41,8 @@ const (
 	DefaultTemporalAddress   = "127.0.0.1:7233"
 	DefaultTemporalUIAddress = "127.0.0.1:8233"
 	DefaultTemporalNamespace = "default"
+	// DevRetention is how long the dev namespace keeps closed runs.
+	DevRetention = 7 * 24 * time.Hour
 )
 
 // OrganizationIDSearchAttribute is the custom search attribute (Keyword)
@@ -66,6 +69,9 @@ type TemporalOptions struct {
 	UIAddress string
 	// DisableUI starts no Web UI.
 	DisableUI bool
+	// CodecEndpoint is the remote payload codec the Web UI decodes
+	// payloads with (the browser POSTs to <endpoint>/decode); empty: none.
+	CodecEndpoint string
 	// Logger receives Temporal's own logs at warn level and above (nil
 	// discards them).
 	Logger *slog.Logger
@@ -200,13 +206,13 @@ func StartTemporal(ctx context.Context, opts TemporalOptions) (*Temporal, error)
 
 	readyCtx, cancel := context.WithTimeout(ctx, temporalReadyTimeout)
 	defer cancel()
-	if err := t.setupNamespace(readyCtx); err != nil {
+	if err := t.setupNamespace(readyCtx, DevRetention); err != nil {
 		_ = t.Stop()
 		return nil, err
 	}
 
 	if !opts.DisableUI {
-		if err := t.startUI(readyCtx, uiIP, uiPort, opts.Namespace); err != nil {
+		if err := t.startUI(readyCtx, uiIP, uiPort, opts.Namespace, opts.CodecEndpoint); err != nil {
 			_ = t.Stop()
 			return nil, err
 		}
@@ -274,6 +280,7 @@ func prepareSQLite(dbPath, namespace string) (*config.SQL, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devenv: temporal namespace config: %w", err)
 	}
+	nsConf.Detail.Config.Retention = durationpb.New(DevRetention)
 	if err := sqliteschema.CreateNamespaces(sqlConf, nsConf); err != nil {
 		return nil, fmt.Errorf("devenv: register temporal namespace %q: %w", namespace, err)
 	}
@@ -329,8 +336,9 @@ func temporalConfig(sqlConf *config.SQL, frontendIP string, frontendPort int, di
 }
 
 // setupNamespace waits until the frontend answers, then makes sure the
-// namespace exists and has the OrganizationId search attribute.
-func (t *Temporal) setupNamespace(ctx context.Context) error {
+// namespace exists with the given retention and has the OrganizationId
+// search attribute.
+func (t *Temporal) setupNamespace(ctx context.Context, retention time.Duration) error {
 	c, err := dialWithRetry(ctx, client.Options{
 		HostPort:  t.address,
 		Namespace: t.namespace,
@@ -343,17 +351,23 @@ func (t *Temporal) setupNamespace(ctx context.Context) error {
 
 	// The namespace was pre-registered in SQLite; register it through the
 	// API only if that somehow did not happen.
-	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: t.namespace})
+	desc, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: t.namespace})
 	var notFound *serviceerror.NamespaceNotFound
 	if errors.As(err, &notFound) {
 		_, err = c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
 			Namespace:                        t.namespace,
-			WorkflowExecutionRetentionPeriod: durationpb.New(24 * time.Hour),
+			WorkflowExecutionRetentionPeriod: durationpb.New(retention),
 		})
 		var exists *serviceerror.NamespaceAlreadyExists
 		if errors.As(err, &exists) {
 			err = nil
 		}
+	} else if err == nil && desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() != retention {
+		// A database made by an older fos dev: bring the retention up to date.
+		_, err = c.WorkflowService().UpdateNamespace(ctx, &workflowservice.UpdateNamespaceRequest{
+			Namespace: t.namespace,
+			Config:    &namespacepb.NamespaceConfig{WorkflowExecutionRetentionTtl: durationpb.New(retention)},
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("devenv: temporal namespace %q: %w", t.namespace, err)
@@ -415,7 +429,7 @@ func dialWithRetry(ctx context.Context, opts client.Options) (client.Client, err
 }
 
 // startUI runs the Temporal Web UI server and waits until it answers.
-func (t *Temporal) startUI(ctx context.Context, ip string, port int, namespace string) (err error) {
+func (t *Temporal) startUI(ctx context.Context, ip string, port int, namespace, codecEndpoint string) (err error) {
 	// uiserver.NewServer panics on a bad configuration; turn that into an error.
 	defer func() {
 		if r := recover(); r != nil {
@@ -435,6 +449,7 @@ func (t *Temporal) startUI(ctx context.Context, ip string, port int, namespace s
 		CORS:                uiconfig.CORS{CookieInsecure: true},
 		HideLogs:            true,
 		DisableNewsFetch:    true,
+		Codec:               uiconfig.Codec{Endpoint: codecEndpoint},
 	}))
 	t.ui = ui
 	t.uiDone = make(chan struct{})

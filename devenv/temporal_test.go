@@ -62,6 +62,8 @@ func TestTemporalPersistsAcrossRestart(t *testing.T) {
 		UIAddress: freeAddr(t),
 		Namespace: "fos-test",
 		Logger:    testLogger(t),
+		// Not served here; the UI only passes it to the browser.
+		CodecEndpoint: "http://127.0.0.1:1/codec",
 	}
 	const taskQueue = "devenv-test"
 	workflowID := fmt.Sprintf("greet/%d", time.Now().UnixNano())
@@ -83,7 +85,18 @@ func TestTemporalPersistsAcrossRestart(t *testing.T) {
 		t.Fatalf("second server on a busy address: err = %v", err)
 	}
 
-	resp, err := http.Get("http://" + srv.UIAddress() + "/")
+	// The UI is told where the payload codec is.
+	resp, err := http.Get("http://" + srv.UIAddress() + "/api/v1/settings")
+	if err != nil {
+		t.Fatalf("GET UI settings: %v", err)
+	}
+	settings, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if !strings.Contains(string(settings), opts.CodecEndpoint) {
+		t.Fatalf("UI settings do not name the codec endpoint %s: %.500s", opts.CodecEndpoint, settings)
+	}
+
+	resp, err = http.Get("http://" + srv.UIAddress() + "/")
 	if err != nil {
 		t.Fatalf("GET UI: %v", err)
 	}
@@ -213,6 +226,14 @@ func TestTemporalAddsSearchAttributeToExistingNamespace(t *testing.T) {
 	}
 	if got := sa.GetCustomAttributes()[OrganizationIDSearchAttribute]; got != enumspb.INDEXED_VALUE_TYPE_KEYWORD {
 		t.Fatalf("search attribute %s has type %v, want Keyword", OrganizationIDSearchAttribute, got)
+	}
+	// Made with a 24 h retention: brought to the dev retention.
+	desc, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "old"})
+	if err != nil {
+		t.Fatalf("DescribeNamespace: %v", err)
+	}
+	if got := desc.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(); got != DevRetention {
+		t.Fatalf("retention %v, want %v", got, DevRetention)
 	}
 }
 
