@@ -27,6 +27,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -116,6 +117,17 @@ func (c *Codec) KeyID() string { return c.current.ID }
 // every payload: the one data converter every client of the service uses.
 func (c *Codec) DataConverter() converter.DataConverter {
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
+}
+
+// FailureConverter encodes failures' messages and stack traces into an
+// encrypted payload too (the history shows "Encoded failure"; clients and
+// the UI through the codec endpoint read the original), since an error's
+// text may quote what it failed on (a PIN, an address).
+func (c *Codec) FailureConverter() converter.FailureConverter {
+	return temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+		DataConverter:          c.DataConverter(),
+		EncodeCommonAttributes: true,
+	})
 }
 
 // Encode implements converter.PayloadCodec: each payload, metadata

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
@@ -182,4 +183,16 @@ func TestHTTPHandler(t *testing.T) {
 	resp = post("/codec/decode", "s3cret", "http://evil.test", encBody)
 	resp.Body.Close()
 	require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+}
+
+func TestFailuresAreEncoded(t *testing.T) {
+	c := New(newKey(t))
+	fc := c.FailureConverter()
+	f := fc.ErrorToFailure(temporal.NewApplicationError("PIN 482913 rejected for 12 Baker Street", "Rejected"))
+	raw, err := protojson.Marshal(f)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw), "482913")
+	require.Equal(t, "Encoded failure", f.GetMessage())
+	back := fc.FailureToError(f)
+	require.ErrorContains(t, back, "PIN 482913 rejected")
 }

@@ -90,7 +90,9 @@ func (f *fakeWorkflowService) CountWorkflowExecutions(context.Context, *workflow
 }
 
 // deniedOperator may not list search attributes (a Cloud API key).
-type deniedOperator struct{ operatorservice.OperatorServiceClient }
+type deniedOperator struct {
+	operatorservice.OperatorServiceClient
+}
 
 func (deniedOperator) ListSearchAttributes(context.Context, *operatorservice.ListSearchAttributesRequest, ...grpc.CallOption) (*operatorservice.ListSearchAttributesResponse, error) {
 	return nil, serviceerror.NewPermissionDenied("operator rights needed", "")

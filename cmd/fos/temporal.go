@@ -32,11 +32,12 @@ func temporalClientOptions(cfg config.Config, log *slog.Logger, metrics client.M
 		return client.Options{}, err
 	}
 	opts := client.Options{
-		HostPort:       cfg.TemporalAddress,
-		Namespace:      cfg.TemporalNamespace,
-		Logger:         tlog.NewStructuredLogger(log.With("component", "temporal-client")),
-		DataConverter:  codec.DataConverter(),
-		MetricsHandler: metrics,
+		HostPort:         cfg.TemporalAddress,
+		Namespace:        cfg.TemporalNamespace,
+		Logger:           tlog.NewStructuredLogger(log.With("component", "temporal-client")),
+		DataConverter:    codec.DataConverter(),
+		FailureConverter: codec.FailureConverter(),
+		MetricsHandler:   metrics,
 	}
 	t := cfg.Temporal
 	if t.TLSEnabled() {

@@ -23,3 +23,6 @@ func Codec() *payloadcodec.Codec {
 
 // DataConverter is the data converter of the tests' clients and replayers.
 func DataConverter() converter.DataConverter { return Codec().DataConverter() }
+
+// FailureConverter is the failure converter that goes with DataConverter.
+func FailureConverter() converter.FailureConverter { return Codec().FailureConverter() }
