@@ -9,12 +9,15 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/payloadcodec/codectest"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
@@ -117,13 +120,14 @@ func TestCarrierRegistrationEndToEnd(t *testing.T) {
 	var gotOrg, gotMemo string
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetSearchAttributes().GetIndexedFields()["OrganizationId"], &gotOrg))
 	require.Equal(t, orgID, gotOrg)
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetMemo().GetFields()["carrierAccountId"], &gotMemo))
+	require.NoError(t, dataConverter.FromPayload(info.GetMemo().GetFields()["carrierAccountId"], &gotMemo))
 	require.Equal(t, acctID, gotMemo)
 
 	// No secret in the history: not the carrier's session token, not the
 	// issued keys, not the account number.
 	history := historyJSON(t, ctx, s, wfID, info.GetExecution().GetRunId())
 	require.Contains(t, history, "COLLIERVILLE", "payloads are searched decoded")
+	require.NotContains(t, rawHistoryJSON(t, ctx, s, wfID, info.GetExecution().GetRunId()), "COLLIERVILLE", "the stored history is encrypted")
 	for _, secret := range []string{"accountAuthToken", childSecret, creds["childKey"].(string), number} {
 		require.NotContains(t, history, secret)
 	}
@@ -215,11 +219,31 @@ func TestCarrierRegistrationExpiresEndToEnd(t *testing.T) {
 // historyJSON is a run's whole history as JSON text.
 func historyJSON(t *testing.T, ctx context.Context, s *regStack, wfID, runID string) string {
 	t.Helper()
+	return historyText(t, ctx, s, wfID, runID, true)
+}
+
+// rawHistoryJSON is the history as stored: payloads left encrypted.
+func rawHistoryJSON(t *testing.T, ctx context.Context, s *regStack, wfID, runID string) string {
+	t.Helper()
+	return historyText(t, ctx, s, wfID, runID, false)
+}
+
+func historyText(t *testing.T, ctx context.Context, s *regStack, wfID, runID string, decode bool) string {
+	t.Helper()
+	codec := codectest.Codec()
 	it := s.temporal.GetWorkflowHistory(ctx, wfID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var b strings.Builder
 	for it.HasNext() {
 		ev, err := it.Next()
 		require.NoError(t, err)
+		if decode {
+			// As the UI shows it through the codec endpoint.
+			require.NoError(t, proxy.VisitPayloads(ctx, ev, proxy.VisitPayloadsOptions{
+				Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+					return codec.Decode(p)
+				},
+			}))
+		}
 		raw, err := protojson.Marshal(ev)
 		require.NoError(t, err)
 		b.Write(raw)

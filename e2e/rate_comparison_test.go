@@ -279,10 +279,11 @@ func TestRateComparisonEndToEnd(t *testing.T) {
 	info := desc.GetWorkflowExecutionInfo()
 	require.Equal(t, workflows.RateComparisonWorkflowType, info.GetType().GetName())
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, info.GetStatus())
+	require.Equal(t, bulkTaskQueue, info.GetTaskQueue(), "bulk work runs on the bulk task queue")
 	var gotOrg, gotMemo string
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetSearchAttributes().GetIndexedFields()["OrganizationId"], &gotOrg))
 	require.Equal(t, s.orgID, gotOrg)
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetMemo().GetFields()["comparisonId"], &gotMemo))
+	require.NoError(t, dataConverter.FromPayload(info.GetMemo().GetFields()["comparisonId"], &gotMemo))
 	require.Equal(t, id, gotMemo)
 	writeHistory(t, ctx, s.temporal, wfID, run.GetRunID(), "rate_comparison_history.json")
 	s.do(409, "POST", "/api/v1/rate-comparisons/"+id+"/process", nil)

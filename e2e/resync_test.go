@@ -29,6 +29,7 @@ import (
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/payloadcodec/codectest"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
@@ -40,7 +41,17 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
 
-const taskQueue = "fos-e2e"
+// The task queues, as in production: interactive work and bulk work
+// (rate comparisons) each have their own worker.
+const (
+	taskQueue     = "fos-e2e"
+	bulkTaskQueue = "fos-e2e-bulk"
+)
+
+// dataConverter is every client's: payloads encrypted with the tests'
+// fixed key, so the histories the tests record (FOS_UPDATE_HISTORY=1) hold
+// no clear values and the replay tests can decode them.
+var dataConverter = codectest.DataConverter()
 
 // stack is the running service: real router, real worker, an in-process
 // Temporal server, PostgreSQL and the sandbox platforms and carriers.
@@ -83,10 +94,11 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 	}
 
 	var ts *temporaltest.TestServer
+	clientOpts := temporaltest.WithBaseClientOptions(client.Options{DataConverter: dataConverter, FailureConverter: codectest.FailureConverter()})
 	if tt, ok := t.(*testing.T); ok {
-		ts = temporaltest.NewServer(temporaltest.WithT(tt))
+		ts = temporaltest.NewServer(temporaltest.WithT(tt), clientOpts)
 	} else {
-		ts = temporaltest.NewServer()
+		ts = temporaltest.NewServer(clientOpts)
 		t.Cleanup(ts.Stop)
 	}
 	c := ts.GetDefaultClient()
@@ -97,26 +109,31 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 	if plat == nil {
 		plat = platforms.NewSandboxRegistry(sb.URL, sb.Client())
 	}
-	w := worker.New(c, taskQueue, worker.Deps{
+	deps := worker.Deps{
 		Store:     st,
 		Secrets:   box,
 		Platforms: plat,
 		Carriers:  reg,
 		Logger:    logger,
-	})
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	}
+	for _, q := range []string{taskQueue, bulkTaskQueue} {
+		w := worker.New(c, q, deps)
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+	}
 
 	srv := httptest.NewServer(api.NewRouter(api.Deps{
-		Store:     st,
-		Logger:    logger,
-		Tokens:    auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
-		Passwords: auth.Passwords{Cost: bcrypt.MinCost},
-		Secrets:   box,
-		Carriers:  reg,
-		Temporal:  c,
-		TaskQueue: taskQueue,
-		BaseURL:   "http://fos.test",
+		Store:             st,
+		Logger:            logger,
+		Tokens:            auth.Tokens{Secret: []byte("e2e-secret-e2e-secret-e2e-secret!"), TTL: time.Hour},
+		Passwords:         auth.Passwords{Cost: bcrypt.MinCost},
+		Secrets:           box,
+		Carriers:          reg,
+		Temporal:          c,
+		TaskQueue:         taskQueue,
+		BulkTaskQueue:     bulkTaskQueue,
+		TemporalNamespace: ts.GetDefaultNamespace(),
+		BaseURL:           "http://fos.test",
 	}))
 	t.Cleanup(srv.Close)
 	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, reg: reg}
@@ -279,7 +296,9 @@ func TestOrderResyncEndToEnd(t *testing.T) {
 	var gotOrg, gotMemo string
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetSearchAttributes().GetIndexedFields()["OrganizationId"], &gotOrg))
 	require.Equal(t, orgID, gotOrg)
-	require.NoError(t, converter.GetDefaultDataConverter().FromPayload(info.GetMemo().GetFields()["orderId"], &gotMemo))
+	// The memo is a payload like any other: encrypted.
+	require.Error(t, converter.GetDefaultDataConverter().FromPayload(info.GetMemo().GetFields()["orderId"], &gotMemo))
+	require.NoError(t, dataConverter.FromPayload(info.GetMemo().GetFields()["orderId"], &gotMemo))
 	require.Equal(t, orderID, gotMemo)
 	writeHistory(t, ctx, s.temporal, wfID, runID, "order_resync_history.json")
 

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/suite"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fos-dev/fos/activities"
@@ -380,7 +379,7 @@ func (s *carrierRegistrationSuite) TestNoRegisterEverArrives() {
 // end-to-end test: FOS_UPDATE_HISTORY=1 go test ./e2e/ -run CarrierRegistration.
 func TestCarrierRegistrationReplay(t *testing.T) {
 	const file = "testdata/carrier_registration_history.json"
-	r := worker.NewWorkflowReplayer()
+	r := newReplayer(t)
 	r.RegisterWorkflowWithOptions(CarrierRegistration, workflow.RegisterOptions{Name: CarrierRegistrationWorkflowType})
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, file))
 }

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fos-dev/fos/activities"
@@ -429,7 +428,7 @@ func TestRateComparisonWorkflowID(t *testing.T) {
 // replay fails here (guard it with workflow.GetVersion). Recorded by the
 // end-to-end test: FOS_UPDATE_HISTORY=1 go test ./e2e -run TestRateComparisonEndToEnd.
 func TestRateComparisonReplay(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
+	r := newReplayer(t)
 	r.RegisterWorkflowWithOptions(RateComparison, workflow.RegisterOptions{Name: RateComparisonWorkflowType})
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/rate_comparison_history.json"))
 }

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -14,7 +13,7 @@ import (
 // The history is recorded by the end-to-end test:
 // FOS_UPDATE_HISTORY=1 go test ./e2e -run TestTrackingPollerEndToEnd.
 func TestTrackingPollerReplay(t *testing.T) {
-	r := worker.NewWorkflowReplayer()
+	r := newReplayer(t)
 	r.RegisterWorkflowWithOptions(TrackingPoller, workflow.RegisterOptions{Name: TrackingPollerWorkflowType})
 	require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/tracking_poller_history.json"))
 }
