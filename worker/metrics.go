@@ -38,10 +38,21 @@ func NewMetrics(log *slog.Logger) *Metrics {
 	scope, closer := tally.NewRootScope(tally.ScopeOptions{
 		CachedReporter:  reporter,
 		Separator:       tallyprom.DefaultSeparator,
-		SanitizeOptions: &tallyprom.DefaultSanitizerOpts,
+		SanitizeOptions: &sanitize,
 	}, time.Second)
 	return &Metrics{scope: scope, closer: closer, reporter: reporter}
 }
+
+// sanitize keeps metric and label names to what Prometheus accepts, and
+// label values readable (task queue "fos-bulk" stays "fos-bulk").
+var sanitize = func() tally.SanitizeOptions {
+	o := tallyprom.DefaultSanitizerOpts
+	o.ValueCharacters = tally.ValidCharacters{
+		Ranges:     tally.AlphanumericRange,
+		Characters: []rune{'_', '-', '.', '/', ':', '@'},
+	}
+	return o
+}()
 
 // Handler is the SDK metrics handler.
 func (m *Metrics) Handler() client.MetricsHandler { return tallyHandler{m.scope} }

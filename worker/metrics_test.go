@@ -16,7 +16,7 @@ import (
 func TestMetricsScrape(t *testing.T) {
 	m := NewMetrics(slog.New(slog.DiscardHandler))
 	defer m.Close()
-	h := m.Handler().WithTags(map[string]string{"task_queue": "fos", "namespace": "default"})
+	h := m.Handler().WithTags(map[string]string{"task_queue": "fos-bulk", "namespace": "default"})
 	h.Counter("temporal_request").Inc(3)
 	h.Gauge("temporal_worker_task_slots_available").Update(7)
 	h.Timer("temporal_activity_execution_latency").Record(40 * time.Millisecond)
@@ -34,8 +34,8 @@ func TestMetricsScrape(t *testing.T) {
 		require.NoError(t, err)
 		body = string(raw)
 		// Counters and gauges reach the reporter once a second.
-		return resp.StatusCode == 200 && strings.Contains(body, `temporal_request{namespace="default",task_queue="fos"} 3`)
+		return resp.StatusCode == 200 && strings.Contains(body, `temporal_request{namespace="default",task_queue="fos-bulk"} 3`)
 	}, 5*time.Second, 50*time.Millisecond, "scraped:\n%s", body)
-	require.Contains(t, body, `temporal_worker_task_slots_available{namespace="default",task_queue="fos"} 7`)
+	require.Contains(t, body, `temporal_worker_task_slots_available{namespace="default",task_queue="fos-bulk"} 7`)
 	require.Contains(t, body, `temporal_activity_execution_latency_bucket{`)
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -116,8 +115,10 @@ func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, metr
 		how := "plaintext"
 		if cfg.Temporal.TLSEnabled() {
 			how = "TLS"
-			if cfg.Temporal.TLSCert == "" && strings.Contains(err.Error(), "certificate") {
-				how += "; the server may require a client certificate: set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY"
+			// With TLS 1.3 a refused client certificate may show as a
+			// broken pipe rather than a certificate error: hint anyway.
+			if cfg.Temporal.TLSCert == "" && cfg.Temporal.APIKey == "" {
+				how += "; if the server requires mTLS, set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY"
 			}
 		}
 		return nil, fmt.Errorf("connect to Temporal at %s (%s): %w", cfg.TemporalAddress, how, err)

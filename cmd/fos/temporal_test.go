@@ -1,0 +1,224 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/internal/tlstest"
+	"github.com/fos-dev/fos/payloadcodec"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store/storetest"
+	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+
+// tlsProxy terminates TLS in front of a plaintext Temporal frontend and
+// requires a client certificate signed by the test CA (mTLS), like a
+// production Temporal cluster or Temporal Cloud.
+type tlsProxy struct {
+	addr     string
+	verified atomic.Int64 // handshakes with a valid client certificate
+}
+
+func startTLSProxy(t *testing.T, pki tlstest.PKI, backend string) *tlsProxy {
+	t.Helper()
+	cert, err := tls.LoadX509KeyPair(pki.ServerCert, pki.ServerKey)
+	require.NoError(t, err)
+	caPEM, err := os.ReadFile(pki.CA)
+	require.NoError(t, err)
+	cas := x509.NewCertPool()
+	require.True(t, cas.AppendCertsFromPEM(caPEM))
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    cas,
+		NextProtos:   []string{"h2"}, // gRPC
+		MinVersion:   tls.VersionTLS12,
+	})
+	require.NoError(t, err)
+	p := &tlsProxy{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if err := c.(*tls.Conn).HandshakeContext(ctx); err != nil {
+					return
+				}
+				p.verified.Add(1)
+				b, err := net.Dial("tcp", backend)
+				if err != nil {
+					return
+				}
+				defer b.Close()
+				mu.Lock()
+				open = append(open, c, b)
+				mu.Unlock()
+				go func() { _, _ = io.Copy(b, c); b.Close() }()
+				_, _ = io.Copy(c, b)
+			})
+		}
+	})
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestWorkerOverMutualTLS runs `fos worker` (its configuration, client
+// construction, search attribute registration, schedules and both
+// workers) against Temporal behind a TLS endpoint that requires a client
+// certificate; a workflow runs through it, its payloads are stored
+// encrypted, the SDK metrics are scraped; without the client certificate
+// the connection fails with a clear error.
+func TestWorkerOverMutualTLS(t *testing.T) {
+	storetest.New(t) // the migrated package database
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	pki := tlstest.Generate(t)
+	proxy := startTLSProxy(t, pki, ts.GetFrontendHostPort())
+	metricsAddr := freeAddr(t)
+	env := map[string]string{
+		"DATABASE_URL":             storetest.URL(),
+		"TEMPORAL_ADDRESS":         proxy.addr,
+		"TEMPORAL_NAMESPACE":       ts.GetDefaultNamespace(),
+		"TEMPORAL_TLS_CERT":        pki.ClientCert,
+		"TEMPORAL_TLS_KEY":         pki.ClientKey,
+		"TEMPORAL_TLS_CA":          pki.CA,
+		"TEMPORAL_TLS_SERVER_NAME": "temporal.test",
+		"FOS_TASK_QUEUE":           "fos-tls",
+		"FOS_BULK_TASK_QUEUE":      "fos-tls-bulk",
+		"FOS_ENCRYPTION_KEY":       secrets.NewKey(),
+		"FOS_METRICS_ADDR":         metricsAddr,
+		"FOS_WORKER_STOP_TIMEOUT":  "5s",
+		"FOS_LOG_LEVEL":            "warn",
+		"FOS_SANDBOX":              "1",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+
+	// fos worker, until cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- runWorker(workerCtx) }()
+	defer func() {
+		stopWorker()
+		require.NoError(t, <-done)
+	}()
+
+	// A client built the same way runs a workflow on that worker.
+	cfg, err := config.Load(config.ModeWorker, os.Getenv)
+	require.NoError(t, err)
+	log := slog.New(slog.DiscardHandler)
+	c, err := dialTemporal(ctx, cfg, log, nil)
+	require.NoError(t, err)
+	defer c.Close()
+	var run interface {
+		Get(context.Context, any) error
+		GetID() string
+		GetRunID() string
+	}
+	require.Eventually(t, func() bool {
+		// The worker registers the search attribute at start.
+		r, err := c.ExecuteWorkflow(ctx, worker.StartOptions("tls-maintenance", cfg.TaskQueue, "org-tls", map[string]any{"job": "tls"}),
+			workflows.MaintenanceWorkflowType)
+		if err != nil {
+			return false
+		}
+		run = r
+		return true
+	}, 30*time.Second, 200*time.Millisecond)
+	var res workflows.MaintenanceResult
+	require.NoError(t, run.Get(ctx, &res))
+	require.Positive(t, proxy.verified.Load(), "connections went through the mTLS endpoint")
+
+	// The stored history holds encrypted payloads only.
+	it := c.GetWorkflowHistory(ctx, run.GetID(), run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	found := false
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		if a := ev.GetWorkflowExecutionCompletedEventAttributes(); a != nil {
+			for _, p := range a.GetResult().GetPayloads() {
+				require.Equal(t, payloadcodec.Encoding, string(p.GetMetadata()["encoding"]))
+				found = true
+			}
+		}
+	}
+	require.True(t, found, "the completed event carries the result")
+
+	// The SDK metrics, in Prometheus format (reported once a second).
+	scrape := func() string {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(raw)
+	}
+	completed := regexp.MustCompile(`(?m)^temporal_workflow_completed\{[^}]*task_queue="fos-tls"[^}]*workflow_type="Maintenance"\} [1-9]`)
+	body := scrape()
+	for deadline := time.Now().Add(10 * time.Second); !completed.MatchString(body) && time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		body = scrape()
+	}
+	require.Regexp(t, completed, body)
+	require.Regexp(t, `(?m)^temporal_request\{[^}]*operation="CreateSchedule"[^}]*\} [1-9]`, body)
+
+	// Without the client certificate: refused, and the error says why.
+	noCert, err := config.Load(config.ModeWorker, func(k string) string {
+		if k == "TEMPORAL_TLS_CERT" || k == "TEMPORAL_TLS_KEY" || k == "FOS_METRICS_ADDR" {
+			return ""
+		}
+		return env[k]
+	})
+	require.NoError(t, err)
+	dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer dcancel()
+	_, err = dialTemporal(dctx, noCert, log, nil)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "connect to Temporal at "+proxy.addr+" (TLS")
+	require.ErrorContains(t, err, "set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY")
+}
