@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -16,8 +18,10 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/temporaltest"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/internal/tlstest"
@@ -221,4 +225,98 @@ func TestWorkerOverMutualTLS(t *testing.T) {
 	require.Error(t, err)
 	require.ErrorContains(t, err, "connect to Temporal at "+proxy.addr+" (TLS")
 	require.ErrorContains(t, err, "set TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY")
+}
+
+// TestServeCodecEndpointAndReadiness runs `fos serve` with the codec
+// endpoint on its own listener: the Temporal UI's decode call needs the
+// bearer token, answers CORS for the UI's origin only, and turns a payload
+// a client encrypted back into its JSON; /readyz reports the search
+// attribute serve registered at start.
+func TestServeCodecEndpointAndReadiness(t *testing.T) {
+	storetest.New(t)
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	httpAddr, codecAddr := freeAddr(t), freeAddr(t)
+	env := map[string]string{
+		"DATABASE_URL":       storetest.URL(),
+		"TEMPORAL_ADDRESS":   ts.GetFrontendHostPort(),
+		"TEMPORAL_NAMESPACE": ts.GetDefaultNamespace(),
+		"FOS_ENCRYPTION_KEY": secrets.NewKey(),
+		"FOS_JWT_SECRET":     "serve-test-secret-serve-test-secret!",
+		"FOS_HTTP_ADDR":      httpAddr,
+		"FOS_CODEC_ADDR":     codecAddr,
+		"FOS_CODEC_TOKEN":    "operator-token",
+		"FOS_CODEC_ORIGINS":  "http://ui.example.com",
+		"FOS_LOG_LEVEL":      "warn",
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	serveCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- runServe(serveCtx) }()
+	defer func() {
+		stop()
+		require.NoError(t, <-done)
+	}()
+
+	// Ready once it listens: Temporal, PostgreSQL and the search attribute.
+	var ready map[string]any
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		ready = nil
+		_ = json.NewDecoder(resp.Body).Decode(&ready)
+		return resp.StatusCode == http.StatusOK
+	}, 20*time.Second, 100*time.Millisecond)
+	require.Equal(t, "ok", ready["checks"].(map[string]any)["temporalSearchAttributes"])
+
+	// A payload as serve's clients encrypt it.
+	cfg, err := config.Load(config.ModeServe, os.Getenv)
+	require.NoError(t, err)
+	codec, err := payloadCodec(cfg)
+	require.NoError(t, err)
+	enc, err := codec.DataConverter().ToPayload(map[string]string{"pin": "482913"})
+	require.NoError(t, err)
+	body, err := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{enc}})
+	require.NoError(t, err)
+
+	decode := func(token, origin string) (*http.Response, string) {
+		req, err := http.NewRequest(http.MethodPost, "http://"+codecAddr+"/codec/decode", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Namespace", cfg.TemporalNamespace)
+		req.Header.Set("Origin", origin)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(raw)
+	}
+	resp, out := decode("", "http://ui.example.com")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.NotContains(t, out, "482913")
+	resp, out = decode("operator-token", "http://ui.example.com")
+	require.Equal(t, http.StatusOK, resp.StatusCode, out)
+	require.Equal(t, "http://ui.example.com", resp.Header.Get("Access-Control-Allow-Origin"))
+	var decoded commonpb.Payloads
+	require.NoError(t, protojson.Unmarshal([]byte(out), &decoded))
+	require.Len(t, decoded.GetPayloads(), 1)
+	require.JSONEq(t, `{"pin":"482913"}`, string(decoded.GetPayloads()[0].GetData()))
+	resp, _ = decode("operator-token", "http://elsewhere.example.com")
+	require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+
+	// The codec is not on the API listener.
+	apiResp, err := http.Post("http://"+httpAddr+"/codec/decode", "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	apiResp.Body.Close()
+	require.Equal(t, http.StatusNotFound, apiResp.StatusCode)
 }
