@@ -20,6 +20,7 @@ import (
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
 )
 
 // runDev runs everything a newcomer needs on one machine (CONTRACT 1).
@@ -123,7 +124,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer tc.Close()
-	if err := requireSearchAttributes(ctx, tc, cfg); err != nil {
+	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
 		return err
 	}
 	svc := &services{cfg: cfg, log: log, store: st, secrets: box, temporal: tc, codec: codec}

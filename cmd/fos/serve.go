@@ -19,6 +19,7 @@ import (
 	"github.com/fos-dev/fos/payloadcodec"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
 )
 
 // services are the long-lived dependencies shared by the API and worker.
@@ -77,7 +78,9 @@ func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*se
 		svc.close()
 		return nil, err
 	}
-	if err := requireSearchAttributes(ctx, svc.temporal, cfg); err != nil {
+	// Without the OrganizationId search attribute every workflow start
+	// fails: register it, or stop here saying how to.
+	if err := worker.EnsureSearchAttributes(ctx, svc.temporal, cfg.TemporalNamespace); err != nil {
 		svc.close()
 		return nil, err
 	}

@@ -126,13 +126,6 @@ func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, metr
 	return tc, nil
 }
 
-// requireSearchAttributes registers the OrganizationId search attribute
-// when it is missing, and fails when that is impossible: without it every
-// workflow start would fail.
-func requireSearchAttributes(ctx context.Context, c client.Client, cfg config.Config) error {
-	return worker.EnsureSearchAttributes(ctx, c, cfg.TemporalNamespace)
-}
-
 // workerOptions are one task queue's worker options.
 func workerOptions(t config.WorkerTuning, stop time.Duration, onFatal func(error)) sdkworker.Options {
 	return sdkworker.Options{
