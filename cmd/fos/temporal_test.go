@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,7 +22,11 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/server/temporaltest"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/fos-dev/fos/config"
@@ -319,4 +325,76 @@ func TestServeCodecEndpointAndReadiness(t *testing.T) {
 	require.NoError(t, err)
 	apiResp.Body.Close()
 	require.Equal(t, http.StatusNotFound, apiResp.StatusCode)
+}
+
+// apiKeyFrontend is a TLS gRPC frontend that records the authorization
+// header of GetSystemInfo (the first call of every client).
+type apiKeyFrontend struct {
+	workflowservice.UnimplementedWorkflowServiceServer
+	got chan string
+}
+
+func (f *apiKeyFrontend) GetSystemInfo(ctx context.Context, _ *workflowservice.GetSystemInfoRequest) (*workflowservice.GetSystemInfoResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	select {
+	case f.got <- strings.Join(md.Get("authorization"), ","):
+	default:
+	}
+	return &workflowservice.GetSystemInfoResponse{}, nil
+}
+
+// TestAPIKeyOverTLS: with TEMPORAL_API_KEY (Temporal Cloud) the client
+// speaks TLS and sends the key as a bearer token.
+func TestAPIKeyOverTLS(t *testing.T) {
+	pki := tlstest.Generate(t)
+	cert, err := tls.LoadX509KeyPair(pki.ServerCert, pki.ServerKey)
+	require.NoError(t, err)
+	srv := grpc.NewServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{cert}})))
+	fe := &apiKeyFrontend{got: make(chan string, 1)}
+	workflowservice.RegisterWorkflowServiceServer(srv, fe)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+
+	cfg, err := config.Load(config.ModeDev, func(k string) string {
+		return map[string]string{
+			"TEMPORAL_ADDRESS": ln.Addr().String(), "TEMPORAL_API_KEY": "cloud-key-1",
+			"TEMPORAL_TLS_CA": pki.CA, "FOS_ENCRYPTION_KEY": secrets.NewKey(),
+		}[k]
+	})
+	require.NoError(t, err)
+	require.True(t, cfg.Temporal.TLSEnabled())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := dialTemporal(ctx, cfg, slog.New(slog.DiscardHandler), nil)
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, "Bearer cloud-key-1", <-fe.got)
+}
+
+func TestDevCodecOnlyOnLoopback(t *testing.T) {
+	svc := &services{log: slog.New(slog.DiscardHandler), codec: payloadcodec.New(must(payloadcodec.ParseKey("Zm9zIHRlc3QgcGF5bG9hZCBrZXksIG5vdCBzZWNyZXQ=")))}
+	svc.cfg.HTTPAddr = "0.0.0.0:8080"
+	require.Nil(t, devCodec(svc, "127.0.0.1:8233"), "decoded payloads are not served to the network without a token")
+	svc.cfg.Temporal.CodecToken = "t"
+	require.NotNil(t, devCodec(svc, "127.0.0.1:8233"))
+	svc.cfg.Temporal.CodecToken = ""
+	svc.cfg.HTTPAddr = "127.0.0.1:8080"
+	h := devCodec(svc, "127.0.0.1:8233")
+	require.NotNil(t, h)
+	for _, origin := range []string{"http://127.0.0.1:8233", "http://localhost:8233"} {
+		req := httptest.NewRequest(http.MethodOptions, "/codec/decode", nil)
+		req.Header.Set("Origin", origin)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		require.Equal(t, origin, rec.Header().Get("Access-Control-Allow-Origin"))
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
