@@ -107,6 +107,26 @@ func startTLSProxy(t *testing.T, pki tlstest.PKI, backend string) *tlsProxy {
 	return p
 }
 
+// runCommand runs a fos command (runWorker, runServe) with env as its
+// environment until the test ends, then stops it as SIGTERM would and
+// expects it to return cleanly. The context it returns ends with the test.
+func runCommand(t *testing.T, env map[string]string, run func(context.Context) error) context.Context {
+	t.Helper()
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	cmdCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(cmdCtx) }()
+	t.Cleanup(func() {
+		stop()
+		require.NoError(t, <-done)
+		cancel()
+	})
+	return ctx
+}
+
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -143,20 +163,7 @@ func TestWorkerOverMutualTLS(t *testing.T) {
 		"FOS_LOG_LEVEL":            "warn",
 		"FOS_SANDBOX":              "1",
 	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-
-	// fos worker, until cancelled.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	workerCtx, stopWorker := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- runWorker(workerCtx) }()
-	defer func() {
-		stopWorker()
-		require.NoError(t, <-done)
-	}()
+	ctx := runCommand(t, env, runWorker)
 
 	// A client built the same way runs a workflow on that worker.
 	cfg, err := config.Load(config.ModeWorker, os.Getenv)
@@ -254,18 +261,7 @@ func TestServeCodecEndpointAndReadiness(t *testing.T) {
 		"FOS_CODEC_ORIGINS":  "http://ui.example.com",
 		"FOS_LOG_LEVEL":      "warn",
 	}
-	for k, v := range env {
-		t.Setenv(k, v)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	serveCtx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- runServe(serveCtx) }()
-	defer func() {
-		stop()
-		require.NoError(t, <-done)
-	}()
+	runCommand(t, env, runServe)
 
 	// Ready once it listens: Temporal, PostgreSQL and the search attribute.
 	var ready map[string]any
