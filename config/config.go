@@ -214,7 +214,7 @@ func Load(mode Mode, getenv func(string) string) (Config, error) {
 	default:
 		p = append(p, fmt.Sprintf("FOS_LLM_PROVIDER=%q: must be anthropic, openai or sandbox", c.LLMProvider))
 	}
-	c.Temporal, p = loadTemporal(get, c.TaskQueue, p)
+	c.Temporal, p = loadTemporal(get, mode, c.TaskQueue, p)
 	if len(p) > 0 {
 		return c, p
 	}

@@ -91,7 +91,7 @@ var (
 
 // loadTemporal reads and checks the Temporal settings, adding one line per
 // problem to p.
-func loadTemporal(get func(k, def string) string, taskQueue string, p Problems) (Temporal, Problems) {
+func loadTemporal(get func(k, def string) string, mode Mode, taskQueue string, p Problems) (Temporal, Problems) {
 	t := Temporal{
 		TLSCert:       get("TEMPORAL_TLS_CERT", ""),
 		TLSKey:        get("TEMPORAL_TLS_KEY", ""),
@@ -151,6 +151,8 @@ func loadTemporal(get func(k, def string) string, taskQueue string, p Problems) 
 	if t.PayloadKey != "" {
 		if _, err := payloadcodec.ParseKey(t.PayloadKey); err != nil {
 			p = append(p, "FOS_PAYLOAD_KEY: must be base64 of exactly 32 bytes")
+		} else if why := weakEncryptionKey(t.PayloadKey); why != "" && (mode == ModeServe || mode == ModeWorker) {
+			p = append(p, "FOS_PAYLOAD_KEY: "+why+"; generate one with `openssl rand -base64 32`")
 		}
 	}
 	for i, k := range t.PayloadOldKeys {

@@ -96,3 +96,14 @@ func TestTemporalWorkerProblems(t *testing.T) {
 	}
 	require.Len(t, p, 9)
 }
+
+// In production the payload key is refused when it is not random bytes
+// (the tests' own key is printable text).
+func TestTemporalPayloadKeyMustBeRandomOutsideDev(t *testing.T) {
+	_, err := Load(ModeWorker, env(map[string]string{
+		"DATABASE_URL": "postgres://fos@db/fos", "TEMPORAL_ADDRESS": "temporal:7233",
+		"FOS_ENCRYPTION_KEY": "q3bU9x2ZQmJ0r8Yp1tLwVd6Hc5sNfKaE7gRiOjTzXyM=",
+		"FOS_PAYLOAD_KEY":    "Zm9zIHRlc3QgcGF5bG9hZCBrZXksIG5vdCBzZWNyZXQ=",
+	}))
+	require.ErrorContains(t, err, "FOS_PAYLOAD_KEY: decodes to printable text")
+}
