@@ -11,6 +11,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/store"
 )
@@ -294,6 +295,27 @@ func DescribeWaitingRun(ctx context.Context, c client.Client, id string, since t
 	return out, nil
 }
 
+// failedRunMessage is the failure of a failed run as the client reads it:
+// the history holds the message encrypted (payloadcodec encodes failures),
+// the client's failure converter decodes it.
+func failedRunMessage(ctx context.Context, c client.Client, id, runID string) string {
+	err := c.GetWorkflow(ctx, id, runID).Get(ctx, nil)
+	var wee *temporal.WorkflowExecutionError
+	if !errors.As(err, &wee) {
+		return ""
+	}
+	cause := errors.Unwrap(wee)
+	var appErr *temporal.ApplicationError
+	switch {
+	case cause == nil:
+		return ""
+	case errors.As(cause, &appErr):
+		return appErr.Message()
+	default:
+		return cause.Error()
+	}
+}
+
 // closeReason says how a run closed, with the operator's reason for a
 // termination (read from the run's close event; best effort).
 func closeReason(ctx context.Context, c client.Client, id, runID string, status enumspb.WorkflowExecutionStatus) string {
@@ -324,7 +346,9 @@ func closeReason(ctx context.Context, c client.Client, id, runID string, status 
 		return "the workflow run was cancelled"
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
 		msg := "the workflow run failed"
-		if f := closeEvent.GetWorkflowExecutionFailedEventAttributes().GetFailure(); f != nil && f.GetMessage() != "" {
+		if why := failedRunMessage(ctx, c, id, runID); why != "" {
+			msg += ": " + why
+		} else if f := closeEvent.GetWorkflowExecutionFailedEventAttributes().GetFailure(); f != nil && f.GetMessage() != "" {
 			msg += ": " + f.GetMessage()
 		}
 		return msg

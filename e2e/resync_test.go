@@ -26,6 +26,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
@@ -115,6 +116,8 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 		Platforms: plat,
 		Carriers:  reg,
 		Logger:    logger,
+		// The reconciler restarts bulk work where the API starts it.
+		BulkTaskQueue: bulkTaskQueue,
 	}
 	for _, q := range []string{taskQueue, bulkTaskQueue} {
 		w := worker.New(c, q, deps)
@@ -326,6 +329,12 @@ func TestOrderResyncEndToEnd(t *testing.T) {
 	err = s.temporal.GetWorkflow(ctx, q3["workflowId"].(string), q3["runId"].(string)).Get(ctx, nil)
 	require.Error(t, err)
 	writeHistory(t, ctx, s.temporal, q3["workflowId"].(string), q3["runId"].(string), "order_resync_failed_history.json")
+	// The history holds the failure encoded; the reconciler reads it decoded.
+	wr, err := activities.DescribeWaitingRun(ctx, s.temporal, q3["workflowId"].(string), time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, wr.Status)
+	require.Contains(t, wr.Reason, "the workflow run failed: ")
+	require.Contains(t, wr.Reason, "order 999 not found")
 	t.Logf("end to end in %s", time.Since(began).Round(time.Millisecond))
 }
 
