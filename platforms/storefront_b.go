@@ -143,7 +143,9 @@ func (c *StorefrontB) ListOrders(ctx context.Context, b Bridge, since time.Time,
 			return nil, "", err
 		}
 	} else if !since.IsZero() {
-		modified = since.UTC().Format("2006-01-02T15:04:05")
+		// The filter is exclusive and whole seconds: start a second early
+		// so an order changed in the same second is never skipped.
+		modified = since.UTC().Truncate(time.Second).Add(-time.Second).Format("2006-01-02T15:04:05")
 	}
 	q := url.Values{
 		"status": {"any"}, "orderby": {"id"}, "order": {"asc"}, "dates_are_gmt": {"true"},
