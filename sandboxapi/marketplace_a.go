@@ -372,21 +372,12 @@ func mpaOrderOf(o order, prefix int) (mpaOrder, []mpaItem) {
 		mo.BuyerInfo = &mpaBuyer{}
 	}
 
-	taxLeft, discount, shipping := centsOf(o.TotalTax), centsOf(o.TotalDiscounts), centsOf(o.TotalShippingSet.ShopMoney.Amount)
-	var rate float64
-	if len(o.TaxLines) > 0 {
-		rate = o.TaxLines[0].Rate
-	}
+	discount, shipping, taxes := centsOf(o.TotalDiscounts), centsOf(o.TotalShippingSet.ShopMoney.Amount), lineTaxes(o)
 	var items []mpaItem
 	for j, li := range o.LineItems {
 		sub := centsOf(li.Price) * int64(li.Quantity)
-		var tax, disc, ship int64
-		if j == len(o.LineItems)-1 {
-			tax = taxLeft
-		} else if li.Taxable {
-			tax = min(taxLeft, int64(float64(sub)*rate+0.5))
-		}
-		taxLeft -= tax
+		tax := taxes[j]
+		var disc, ship int64
 		if j == 0 {
 			disc, ship = discount, shipping
 		}

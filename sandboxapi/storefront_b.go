@@ -392,6 +392,37 @@ func centsOf(s string) int64 {
 	return int64(v*100 + 0.5)
 }
 
+// lineTaxes spreads an order's tax over its taxable lines in cents (the
+// last taxable line takes the rounding rest), as the platforms that carry
+// tax per line need it.
+func lineTaxes(o order) []int64 {
+	out := make([]int64, len(o.LineItems))
+	last := -1
+	for j, li := range o.LineItems {
+		if li.Taxable {
+			last = j
+		}
+	}
+	if last < 0 {
+		return out
+	}
+	var rate float64
+	if len(o.TaxLines) > 0 {
+		rate = o.TaxLines[0].Rate
+	}
+	left := centsOf(o.TotalTax)
+	for j, li := range o.LineItems {
+		switch {
+		case j == last:
+			out[j] = left
+		case li.Taxable:
+			out[j] = min(left, int64(float64(centsOf(li.Price)*int64(li.Quantity))*rate+0.5))
+		}
+		left -= out[j]
+	}
+	return out
+}
+
 // wcOrderOf maps a generated catalog order onto the wc/v3 order shape.
 func wcOrderOf(o order) wcOrder {
 	created, _ := time.Parse(time.RFC3339, o.CreatedAt)
@@ -422,33 +453,15 @@ func wcOrderOf(o order) wcOrder {
 		wo.DateCompleted, wo.DateCompletedGMT = strPtr(wcLocal(at)), strPtr(wcGMT(at))
 	}
 	// Lines: the discount comes off the first line, the tax is spread over
-	// the taxable lines (the last takes the rounding rest).
-	taxLeft, discount := centsOf(o.TotalTax), centsOf(o.TotalDiscounts)
-	var taxable []int
-	for j, li := range o.LineItems {
-		if li.Taxable {
-			taxable = append(taxable, j)
-		}
-	}
-	var rate float64
-	if len(o.TaxLines) > 0 {
-		rate = o.TaxLines[0].Rate
-	}
+	// the taxable lines.
+	discount, taxes := centsOf(o.TotalDiscounts), lineTaxes(o)
 	for j, li := range o.LineItems {
 		sub := centsOf(li.Price) * int64(li.Quantity)
 		total := sub
 		if j == 0 {
 			total -= discount
 		}
-		var tax int64
-		if li.Taxable && len(taxable) > 0 {
-			if j == taxable[len(taxable)-1] {
-				tax = taxLeft
-			} else {
-				tax = min(taxLeft, int64(float64(sub)*rate+0.5))
-			}
-			taxLeft -= tax
-		}
+		tax := taxes[j]
 		item := wcLineItem{
 			ID: li.ID, Name: strings.ReplaceAll(li.Name, " - ", " &ndash; "), ProductID: li.ProductID % 100_000, Quantity: li.Quantity,
 			Subtotal: cents(sub), SubtotalTax: cents(tax), Total: cents(total), TotalTax: cents(tax), Taxes: []wcTax{},
