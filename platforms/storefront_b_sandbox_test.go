@@ -2,6 +2,8 @@ package platforms_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -183,4 +185,58 @@ func TestStorefrontBSandboxFailAndRateLimit(t *testing.T) {
 	bulk, pages := listAll(t, c, sfbBridge("storeUrl", "https://bulk-1200.example.com"), time.Time{})
 	assert.Len(t, bulk, 1200)
 	assert.Equal(t, 12, pages)
+}
+
+// The sandbox stores answer with every field of the published examples.
+func TestSandboxStoresSpeakThePublishedShapes(t *testing.T) {
+	srv := newSandbox(t)
+	missing := func(published, served []byte, optional ...string) []string {
+		got := keyPaths(t, served)
+		var out []string
+	next:
+		for k := range keyPaths(t, published) {
+			for _, o := range optional {
+				if k == o || strings.HasPrefix(k, o+".") {
+					continue next
+				}
+			}
+			if !got[k] {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+
+	// storefront_b: an order, a list, notes.
+	list := sandboxGet(t, srv, "/platforms/storefront_b/shape.example.com/wp-json/wc/v3/orders?per_page=100&status=completed")
+	assert.Empty(t, missing(platformExample(t, "storefront_b", "orders_list_response.json"), []byte(list), "fee_lines", "refunds"))
+	var orders []struct {
+		ID int64 `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(list), &orders))
+	require.NotEmpty(t, orders)
+	one := sandboxGet(t, srv, "/platforms/storefront_b/shape.example.com/wp-json/wc/v3/orders/"+fmt.Sprint(orders[0].ID))
+	assert.Empty(t, missing(platformExample(t, "storefront_b", "order_get_response.json"), []byte(one), "fee_lines", "refunds"))
+
+	// marketplace_a: a v0 order, its items, the supply sources.
+	c := platforms.NewMarketplaceA(srv.URL+"/platforms/marketplace_a", srv.URL+"/platforms/marketplace_a/lwa", srv.Client())
+	all, _, err := c.ListOrders(context.Background(), mpaBridge(), time.Time{}, "")
+	require.NoError(t, err)
+	raw, err := json.Marshal(all[1].SourceData)
+	require.NoError(t, err)
+	var published struct {
+		Payload json.RawMessage `json:"payload"`
+	}
+	require.NoError(t, json.Unmarshal(platformExample(t, "marketplace_a", "ordersV0_getOrder_response.json"), &published))
+	// Left out: fields of programs the sandbox sellers are not in.
+	assert.Empty(t, missing(published.Payload, raw, "DefaultShipFromLocationAddress", "FulfillmentInstruction", "AutomatedShippingSettings",
+		"BuyerInfo.BuyerTaxInfo", "BuyerInfo.PurchaseOrderNumber"))
+	require.NoError(t, json.Unmarshal(platformExample(t, "marketplace_a", "ordersV0_getOrderItems_response.json"), &published))
+	var items struct {
+		OrderItems []json.RawMessage `json:"OrderItems"`
+	}
+	require.NoError(t, json.Unmarshal(published.Payload, &items))
+	served, _ := json.Marshal(all[1].SourceData["OrderItems"])
+	assert.Empty(t, missing(items.OrderItems[1], served, "ConditionSubtypeId", "ConditionNote", "PriceDesignation", "BuyerInfo",
+		"BuyerRequestedCancel", "PromotionIds"))
 }

@@ -436,7 +436,8 @@ func wcOrderOf(o order) wcOrder {
 		CartTax: o.TotalTax, Total: o.TotalPrice, TotalTax: o.TotalTax, CustomerID: o.Customer.ID % 100_000,
 		CustomerIPAddress: "203.0.113.7", CustomerUserAgent: "mozilla/5.0 (sandbox)",
 		Billing: wcAddressOf(o.BillingAddress, &email), Shipping: wcAddressOf(o.ShippingAddress, nil),
-		PaymentMethod: "stripe", PaymentMethodTitle: "Credit card", MetaData: []wcMeta{}, FeeLines: []any{},
+		PaymentMethod: "stripe", PaymentMethodTitle: "Credit card", FeeLines: []any{},
+		MetaData:    []wcMeta{{ID: o.ID*10 + 6, Key: "_order_source", Value: o.SourceName}},
 		CouponLines: []wcCouponLine{}, Refunds: []wcRefund{}, TaxLines: []wcTaxLine{},
 		modified: o.updated, created: created,
 	}
@@ -485,8 +486,14 @@ func wcOrderOf(o order) wcOrder {
 		if centsOf(sl.Price) == 0 {
 			method = "free_shipping"
 		}
+		var shipped []string
+		for _, li := range o.LineItems {
+			if li.RequiresShipping {
+				shipped = append(shipped, fmt.Sprintf("%s &times; %d", li.Title, li.Quantity))
+			}
+		}
 		wo.ShippingLines = append(wo.ShippingLines, wcShippingLine{ID: sl.ID, MethodTitle: sl.Title, MethodID: method,
-			Total: sl.Price, TotalTax: "0.00", Taxes: []wcTax{}, MetaData: []wcMeta{}})
+			Total: sl.Price, TotalTax: "0.00", Taxes: []wcTax{}, MetaData: []wcMeta{{ID: sl.ID*10 + 1, Key: "Items", Value: strings.Join(shipped, ", ")}}})
 	}
 	for _, dc := range o.DiscountCodes {
 		wo.CouponLines = append(wo.CouponLines, wcCouponLine{ID: o.ID*10 + 5, Code: strings.ToLower(dc.Code), Discount: dc.Amount,
@@ -502,6 +509,9 @@ func (o wcOrder) withLinks(base string) wcOrder {
 	o.Links = map[string][]wcLink{
 		"self":       {{Href: fmt.Sprintf("%s/orders/%d", base, o.ID)}},
 		"collection": {{Href: base + "/orders"}},
+	}
+	if o.CustomerID != 0 {
+		o.Links["customer"] = []wcLink{{Href: fmt.Sprintf("%s/customers/%d", base, o.CustomerID)}}
 	}
 	return o
 }
