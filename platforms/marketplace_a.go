@@ -166,15 +166,37 @@ type tokenEntry struct {
 	expires time.Time
 }
 
+// maxCachedTokens bounds the cache; past it, expired tokens are dropped.
+const maxCachedTokens = 10_000
+
 func (tc *tokenCache) entry(key string) *tokenEntry {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	e, ok := tc.entries[key]
 	if !ok {
+		if len(tc.entries) >= maxCachedTokens {
+			tc.sweep()
+		}
 		e = &tokenEntry{sem: make(chan struct{}, 1)}
 		tc.entries[key] = e
 	}
 	return e
+}
+
+// sweep drops the entries whose token has expired and that no caller is
+// refreshing. tc.mu held.
+func (tc *tokenCache) sweep() {
+	now := time.Now()
+	for k, e := range tc.entries {
+		select {
+		case e.sem <- struct{}{}:
+			if now.After(e.expires) {
+				delete(tc.entries, k)
+			}
+			<-e.sem
+		default:
+		}
+	}
 }
 
 // accessToken returns a valid access token for the seller, exchanging the
