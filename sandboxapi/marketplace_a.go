@@ -414,7 +414,27 @@ type mpaFilter struct {
 	Statuses      []string `json:"s,omitempty"`
 	Channels      []string `json:"c,omitempty"`
 	PageSize      int      `json:"n"`
-	Offset        int      `json:"o"`
+	// AfterUpdated/AfterID is the last order of the previous page: the list
+	// goes on after it (by LastUpdateDate, then id), so an order updated
+	// during the paging moves to the end instead of shifting the pages.
+	AfterUpdated int64  `json:"au,omitempty"`
+	AfterID      string `json:"ai,omitempty"`
+}
+
+// mpaBounds are a filter's parsed date bounds (zero: none).
+type mpaBounds struct{ createdAfter, createdBefore, updatedAfter, updatedBefore time.Time }
+
+func (f mpaFilter) bounds() mpaBounds {
+	parse := func(v string) time.Time { t, _ := time.Parse(time.RFC3339Nano, v); return t }
+	return mpaBounds{parse(f.CreatedAfter), parse(f.CreatedBefore), parse(f.UpdatedAfter), parse(f.UpdatedBefore)}
+}
+
+// mpaBefore orders orders by LastUpdateDate, then id.
+func mpaBefore(aUpdated time.Time, aID string, bUpdated time.Time, bID string) bool {
+	if !aUpdated.Equal(bUpdated) {
+		return aUpdated.Before(bUpdated)
+	}
+	return aID < bID
 }
 
 func mpaList(v string) []string {
@@ -427,10 +447,12 @@ func mpaList(v string) []string {
 	return out
 }
 
-func (f mpaFilter) match(o mpaOrder) bool {
-	bound := func(v string) time.Time { t, _ := time.Parse(time.RFC3339Nano, v); return t }
-	if (f.CreatedAfter != "" && o.created.Before(bound(f.CreatedAfter))) || (f.CreatedBefore != "" && o.created.After(bound(f.CreatedBefore))) ||
-		(f.UpdatedAfter != "" && o.updated.Before(bound(f.UpdatedAfter))) || (f.UpdatedBefore != "" && o.updated.After(bound(f.UpdatedBefore))) {
+func (f mpaFilter) match(o *mpaOrder, b mpaBounds) bool {
+	if (!b.createdAfter.IsZero() && o.created.Before(b.createdAfter)) || (!b.createdBefore.IsZero() && o.created.After(b.createdBefore)) ||
+		(!b.updatedAfter.IsZero() && o.updated.Before(b.updatedAfter)) || (!b.updatedBefore.IsZero() && o.updated.After(b.updatedBefore)) {
+		return false
+	}
+	if f.AfterID != "" && !mpaBefore(time.Unix(0, f.AfterUpdated), f.AfterID, o.updated, o.AmazonOrderID) {
 		return false
 	}
 	in := func(v string, xs []string) bool {
@@ -480,26 +502,30 @@ func (s *mpaSandbox) listOrders(w http.ResponseWriter, r *http.Request) {
 			f.PageSize = n
 		}
 	}
+	b := f.bounds()
 	s.mu.Lock()
-	var matched []mpaOrder
-	for _, o := range s.accountOf(r).orders {
-		if f.match(o) {
-			o.MarketplaceID = f.Marketplace
-			matched = append(matched, o)
+	acct := s.accountOf(r)
+	var matched []int
+	for i := range acct.orders {
+		if f.match(&acct.orders[i], b) {
+			matched = append(matched, i)
 		}
 	}
-	s.mu.Unlock()
-	sort.SliceStable(matched, func(i, j int) bool {
-		if !matched[i].updated.Equal(matched[j].updated) {
-			return matched[i].updated.Before(matched[j].updated)
-		}
-		return matched[i].AmazonOrderID < matched[j].AmazonOrderID
+	sort.Slice(matched, func(i, j int) bool {
+		a, b := &acct.orders[matched[i]], &acct.orders[matched[j]]
+		return mpaBefore(a.updated, a.AmazonOrderID, b.updated, b.AmazonOrderID)
 	})
-	page := orEmpty(matched[min(f.Offset, len(matched)):min(f.Offset+f.PageSize, len(matched))])
+	page := make([]mpaOrder, 0, min(f.PageSize, len(matched)))
+	for _, i := range matched[:min(f.PageSize, len(matched))] {
+		o := acct.orders[i]
+		o.MarketplaceID = f.Marketplace
+		page = append(page, o)
+	}
+	s.mu.Unlock()
 	payload := map[string]any{"Orders": page}
-	if f.Offset+f.PageSize < len(matched) {
-		next := f
-		next.Offset += f.PageSize
+	if len(matched) > f.PageSize {
+		next, last := f, page[len(page)-1]
+		next.AfterUpdated, next.AfterID = last.updated.UnixNano(), last.AmazonOrderID
 		raw, _ := json.Marshal(next)
 		payload["NextToken"] = base64.RawURLEncoding.EncodeToString(raw)
 	}

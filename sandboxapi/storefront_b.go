@@ -624,8 +624,10 @@ func (s *wcSandbox) listOrders(w http.ResponseWriter, r *http.Request, st *wcSto
 	}
 
 	s.mu.Lock()
-	var matched []wcOrder
-	for _, o := range st.orders {
+	// Indices, not copies: a store may hold 20,000 orders.
+	var matched []int
+	for i := range st.orders {
+		o := &st.orders[i]
 		if len(statuses) == 0 && o.Status == "trash" || len(statuses) > 0 && !statuses[o.Status] {
 			continue
 		}
@@ -634,10 +636,9 @@ func (s *wcSandbox) listOrders(w http.ResponseWriter, r *http.Request, st *wcSto
 			(!bounds[2].IsZero() && !o.created.After(bounds[2])) || (!bounds[3].IsZero() && !o.created.Before(bounds[3])) {
 			continue
 		}
-		matched = append(matched, o)
+		matched = append(matched, i)
 	}
-	s.mu.Unlock()
-	less := func(a, b wcOrder) bool {
+	less := func(a, b *wcOrder) bool {
 		switch {
 		case orderBy == "date" && !a.created.Equal(b.created):
 			return a.created.Before(b.created)
@@ -647,17 +648,19 @@ func (s *wcSandbox) listOrders(w http.ResponseWriter, r *http.Request, st *wcSto
 		return a.ID < b.ID
 	}
 	sort.SliceStable(matched, func(i, j int) bool {
+		a, b := &st.orders[matched[i]], &st.orders[matched[j]]
 		if dir == "asc" {
-			return less(matched[i], matched[j])
+			return less(a, b)
 		}
-		return less(matched[j], matched[i])
+		return less(b, a)
 	})
 	items, _ := paginate(matched, page, perPage)
-	wcPageHeaders(w, r, base, "/orders", len(matched), page, perPage)
 	out := make([]wcOrder, len(items))
-	for i, o := range items {
-		out[i] = o.withLinks(base)
+	for i, idx := range items {
+		out[i] = st.orders[idx].withLinks(base)
 	}
+	s.mu.Unlock()
+	wcPageHeaders(w, r, base, "/orders", len(matched), page, perPage)
 	writeJSON(w, http.StatusOK, out)
 }
 
