@@ -139,14 +139,13 @@ func (c *MarketplaceA) seller(b Bridge) (marketplaceASeller, error) {
 	if s.marketplaceID == "" {
 		return s, invalidConfig("bridge config is missing marketplaceId")
 	}
-	s.host = c.apiURL
-	if s.host == "" {
-		host, ok := MarketplaceAHost(configString(b.Config, "region"), s.marketplaceID)
-		if !ok {
-			return s, invalidConfig("region must be na, eu or fe (or marketplaceId a known marketplace)")
-		}
-		s.host = host
+	// The region is checked even when a base URL replaces the host, so a
+	// config that cannot work in production fails the same way anywhere.
+	host, ok := MarketplaceAHost(configString(b.Config, "region"), s.marketplaceID)
+	if !ok && (c.apiURL == "" || configString(b.Config, "region") != "") {
+		return s, invalidConfig("region must be na, eu or fe (or marketplaceId a known marketplace)")
 	}
+	s.host = firstNonEmpty(c.apiURL, host)
 	sum := sha256.Sum256([]byte(c.authURL + "\x00" + s.clientID + "\x00" + s.clientSecret + "\x00" + s.refreshToken))
 	s.cacheKey = hex.EncodeToString(sum[:])
 	return s, nil

@@ -487,3 +487,17 @@ func TestMarketplaceARegionalHosts(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Len(t, rec.reqs, 5)
 }
+
+func TestMarketplaceARegionIsCheckedBehindABaseURL(t *testing.T) {
+	f, exchanges := mpaFake(t)
+	c := platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
+	_, _, err := c.ListOrders(context.Background(), mpaBridge("region", "sandbox-fail"), time.Time{}, "")
+	var pe *platforms.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, platforms.CodeInvalidConfig, pe.Code)
+	assert.Zero(t, exchanges.Load())
+	// A marketplace the table does not know works behind a base URL.
+	f.serve("GET /orders/v0/orders", 200, []byte(`{"payload":{"Orders":[]}}`))
+	_, _, err = c.ListOrders(context.Background(), mpaBridge("marketplaceId", "A2XZLSVIQ0F4JT"), time.Time{}, "")
+	require.NoError(t, err)
+}
