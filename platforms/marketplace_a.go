@@ -690,10 +690,11 @@ func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 	if err != nil {
 		return FulfillmentResult{}, err
 	}
-	wanted := map[string]int{}
+	wanted, unknown := map[string]int{}, map[string]bool{}
 	for _, l := range f.LineItems {
 		if l.Quantity > 0 {
 			wanted[l.ExternalID] += l.Quantity
+			unknown[l.ExternalID] = true
 		}
 	}
 	var lines []MarketplaceAShipItem
@@ -702,6 +703,7 @@ func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 		if err := json.Unmarshal(raw, &it); err != nil {
 			return FulfillmentResult{}, badResponse("order item payload does not parse", err)
 		}
+		delete(unknown, it.OrderItemID)
 		open := it.QuantityOrdered - it.QuantityShipped
 		if len(wanted) > 0 {
 			open = min(open, wanted[it.OrderItemID])
@@ -709,6 +711,9 @@ func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 		if open > 0 {
 			lines = append(lines, MarketplaceAShipItem{OrderItemID: it.OrderItemID, Quantity: open})
 		}
+	}
+	if len(unknown) > 0 {
+		return FulfillmentResult{}, &Error{Code: CodeInvalidRequest, Message: "order " + orderID + " has no item " + strings.Join(sortedKeys(unknown), ", ")}
 	}
 	if len(lines) == 0 {
 		return FulfillmentResult{ExternalID: tracking, Created: false}, nil

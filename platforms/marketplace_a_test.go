@@ -214,9 +214,17 @@ func TestMarketplaceAPushChecksTheOrderFirst(t *testing.T) {
 	f.serve("GET /orders/v0/orders/902-1106328-1059050/orderItems", 200, []byte(`{"payload":{"OrderItems":[
 		{"OrderItemId":"1","QuantityOrdered":1,"QuantityShipped":1},{"OrderItemId":"2","QuantityOrdered":1,"QuantityShipped":0}]}}`))
 	push.LineItems = []platforms.FulfillmentLine{{ExternalID: "1", Quantity: 1}}
-	res, err := platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client()).PushFulfillment(ctx, mpaBridge(), push)
+	c := platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
+	res, err := c.PushFulfillment(ctx, mpaBridge(), push)
 	require.NoError(t, err)
 	assert.False(t, res.Created)
+
+	// An item the order does not have is a bad request, not a silent no-op.
+	push.LineItems = []platforms.FulfillmentLine{{ExternalID: "7", Quantity: 1}}
+	_, err = c.PushFulfillment(ctx, mpaBridge(), push)
+	var pe *platforms.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, platforms.CodeInvalidRequest, pe.Code)
 }
 
 func TestMarketplaceASupplySources(t *testing.T) {
