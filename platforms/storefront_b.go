@@ -3,6 +3,7 @@ package platforms
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"net/http"
@@ -55,10 +56,35 @@ type StorefrontB struct {
 // SSRF-guarded one in production) bounds every call with its timeout,
 // DefaultHTTPTimeout when it has none.
 func NewStorefrontB(sandboxURL string, client *http.Client, opts ...Option) *StorefrontB {
+	hc := timedClient(client)
+	hc.CheckRedirect = storefrontBRedirects(hc.CheckRedirect)
 	return &StorefrontB{
 		sandboxURL: strings.TrimRight(strings.TrimSpace(sandboxURL), "/"),
-		client:     timedClient(client),
+		client:     hc,
 		opts:       applyOptions(storefrontBMaxPerPage, storefrontBMaxPerPage, opts),
+	}
+}
+
+// storefrontBRedirects wraps a client's redirect policy for self-hosted
+// stores, whose sites often redirect (www, trailing slashes): a write is
+// never followed (a 301/302 would turn it into a GET that "succeeds"
+// without writing; the redirect answer is the error), and nothing follows
+// a redirect from https to plain http (Basic credentials would go along).
+func storefrontBRedirects(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if m := via[0].Method; m != http.MethodGet && m != http.MethodHead {
+			return http.ErrUseLastResponse
+		}
+		if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("refusing a redirect from https to %s", req.URL.Scheme)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
 	}
 }
 
@@ -78,6 +104,9 @@ func (c *StorefrontB) store(b Bridge) (storefrontBStore, error) {
 		return storefrontBStore{}, invalidConfig("storeUrl must be an absolute https:// URL of the store")
 	}
 	path := strings.TrimRight(u.EscapedPath(), "/")
+	if strings.Contains(path+"/", "/../") || strings.Contains(path+"/", "/./") {
+		return storefrontBStore{}, invalidConfig("storeUrl must not contain . or .. path segments")
+	}
 	// A storeUrl pasted with the API root is the store itself.
 	path = strings.TrimSuffix(path, StorefrontBAPIRoot)
 	path = strings.TrimSuffix(path, "/wp-json")

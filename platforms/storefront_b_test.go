@@ -312,11 +312,63 @@ func TestStorefrontBProductionHostIsTheStore(t *testing.T) {
 	assert.Equal(t, "https://example.com/shop/wp-json/wc/v3/orders"+q, rec.urls[2], "a store in a sub-directory")
 
 	// The secret never goes out over plain HTTP or to a malformed URL.
-	for _, bad := range []string{"http://shop.example.com", "ftp://shop.example.com", "shop.example.com", "https://user:pw@shop.example.com", "https://shop.example.com/?x=1"} {
+	for _, bad := range []string{"http://shop.example.com", "ftp://shop.example.com", "shop.example.com", "https://user:pw@shop.example.com",
+		"https://shop.example.com/?x=1", "https://shop.example.com/a/../b"} {
 		_, _, err = c.ListOrders(ctx, sfbBridge("storeUrl", bad), time.Time{}, "")
 		var pe *platforms.Error
 		require.ErrorAs(t, err, &pe, bad)
 		assert.Equal(t, platforms.CodeInvalidConfig, pe.Code, bad)
 	}
 	assert.Len(t, rec.urls, 3)
+}
+
+func TestStorefrontBRedirects(t *testing.T) {
+	f := newFakePlatform(t)
+	moved := func(to string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, to, http.StatusMovedPermanently) }
+	}
+	f.routes["GET "+sfbRoot+"/orders/727"] = moved(sfbRoot + "/orders/728")
+	f.serve("GET "+sfbRoot+"/orders/728", 200, platformExample(t, "storefront_b", "order_get_response.json"))
+	f.serve("GET "+sfbRoot+"/orders/727/notes", 200, []byte(`[]`))
+	f.routes["PUT "+sfbRoot+"/orders/727"] = moved(sfbRoot + "/orders/728")
+	c := platforms.NewStorefrontB(f.srv.URL, f.srv.Client())
+	ctx := context.Background()
+
+	got, err := c.FetchOrder(ctx, sfbBridge(), "727")
+	require.NoError(t, err, "reads follow redirects")
+	assert.Equal(t, "727", got.ExternalID)
+
+	f.mu.Lock()
+	f.calls = nil
+	f.routes["GET "+sfbRoot+"/orders/727"] = func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write(platformExample(t, "storefront_b", "order_get_response.json"))
+	}
+	f.mu.Unlock()
+	_, err = c.PushFulfillment(ctx, sfbBridge(), platforms.Fulfillment{OrderExternalID: "727", TrackingNumber: "1Z", Carrier: "UPS"})
+	var pe *platforms.Error
+	require.ErrorAs(t, err, &pe, "a redirected write is not a write")
+	assert.Equal(t, http.StatusMovedPermanently, pe.StatusCode)
+	f.mu.Lock()
+	for _, call := range f.calls {
+		assert.NotEqual(t, "POST", call.method, "no note after a failed status update")
+		assert.NotEqual(t, sfbRoot+"/orders/728", call.path, "the write was not followed")
+	}
+	f.mu.Unlock()
+
+	// https never redirects to plain http.
+	rec := &redirector{to: "http://shop.example.com/wp-json/wc/v3/orders"}
+	_, _, err = platforms.NewStorefrontB("", &http.Client{Transport: rec}).ListOrders(ctx, sfbBridge("storeUrl", "https://shop.example.com"), time.Time{}, "")
+	require.Error(t, err)
+	assert.Equal(t, 1, rec.n, "the plain http URL is never requested")
+}
+
+// redirector answers every request with a redirect to one URL.
+type redirector struct {
+	to string
+	n  int
+}
+
+func (h *redirector) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.n++
+	return &http.Response{StatusCode: http.StatusFound, Header: http.Header{"Location": {h.to}}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 }
