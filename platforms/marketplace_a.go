@@ -96,6 +96,7 @@ type MarketplaceA struct {
 	client  *http.Client
 	opts    connOptions
 	tokens  tokenCache
+	pacer   pacer
 }
 
 // NewMarketplaceA returns the marketplace_a connector. apiURL replaces the
@@ -306,10 +307,11 @@ func marketplaceAWait(h http.Header) time.Duration {
 	return time.Duration(float64(time.Second) / rate).Round(time.Millisecond)
 }
 
-// call sends one API call with the access token. A 401/403 drops the
-// cached token; when that token came from the cache, the call is tried
-// once more with a fresh one (a token revoked before its expiry).
-func (c *MarketplaceA) call(ctx context.Context, s marketplaceASeller, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
+// call sends one API call (operation op, whose quota it spends) with the
+// access token. A 401/403 drops the cached token; when that token came
+// from the cache, the call is tried once more with a fresh one (a token
+// revoked before its expiry).
+func (c *MarketplaceA) call(ctx context.Context, s marketplaceASeller, op, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
 	for attempt := 0; ; attempt++ {
 		token, fresh, err := c.accessToken(ctx, s)
 		if err != nil {
@@ -319,7 +321,8 @@ func (c *MarketplaceA) call(ctx context.Context, s marketplaceASeller, method, p
 		h.Set(MarketplaceATokenHeader, token)
 		resp, err := wireCall{
 			method: method, url: joinURL(s.host, path, q), header: h, body: body, orderLookup: orderLookup,
-			retryAfter: marketplaceAWait,
+			// Quotas are per selling partner, application and operation.
+			pace: pacing{pacer: &c.pacer, key: s.cacheKey + "/" + op, retryAfter: marketplaceAWait},
 		}.do(ctx, c.client)
 		if err != nil && errors.Is(err, ErrUnauthorized) {
 			c.dropToken(s, token)
@@ -526,7 +529,7 @@ func (c *MarketplaceA) orderItems(ctx context.Context, s marketplaceASeller, ord
 		if token != "" {
 			q = url.Values{"NextToken": {token}}
 		}
-		resp, err := c.call(ctx, s, http.MethodGet, "/orders/v0/orders/"+url.PathEscape(orderID)+"/orderItems", q, nil, true)
+		resp, err := c.call(ctx, s, "getOrderItems", http.MethodGet, "/orders/v0/orders/"+url.PathEscape(orderID)+"/orderItems", q, nil, true)
 		if err != nil {
 			return nil, err
 		}
@@ -570,7 +573,7 @@ func (c *MarketplaceA) FetchOrder(ctx context.Context, b Bridge, externalID stri
 	if !marketplaceAOrderIDRE.MatchString(externalID) {
 		return nil, notFoundID(externalID)
 	}
-	resp, err := c.call(ctx, s, http.MethodGet, "/orders/v0/orders/"+externalID, nil, nil, true)
+	resp, err := c.call(ctx, s, "getOrder", http.MethodGet, "/orders/v0/orders/"+externalID, nil, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -606,7 +609,7 @@ func (c *MarketplaceA) ListOrders(ctx context.Context, b Bridge, since time.Time
 		q.Set("FulfillmentChannels", "MFN")
 		q.Set("MaxResultsPerPage", strconv.Itoa(c.opts.pageSize))
 	}
-	resp, err := c.call(ctx, s, http.MethodGet, "/orders/v0/orders", q, nil, false)
+	resp, err := c.call(ctx, s, "getOrders", http.MethodGet, "/orders/v0/orders", q, nil, false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -672,7 +675,7 @@ func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 	if tracking == "" || strings.TrimSpace(f.Carrier) == "" {
 		return FulfillmentResult{}, &Error{Code: CodeInvalidRequest, Message: "fulfillment needs a tracking number and a carrier"}
 	}
-	resp, err := c.call(ctx, s, http.MethodGet, "/orders/v0/orders/"+orderID, nil, nil, true)
+	resp, err := c.call(ctx, s, "getOrder", http.MethodGet, "/orders/v0/orders/"+orderID, nil, nil, true)
 	if err != nil {
 		return FulfillmentResult{}, err
 	}
@@ -726,7 +729,7 @@ func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 		PackageReferenceID: tracking, CarrierCode: strings.TrimSpace(f.Carrier), CarrierName: strings.TrimSpace(f.Carrier),
 		TrackingNumber: tracking, ShipDate: shipDate.UTC().Format("2006-01-02T15:04:05.000Z"), OrderItems: lines,
 	}}
-	if _, err := c.call(ctx, s, http.MethodPost, "/orders/v0/orders/"+orderID+"/shipmentConfirmation", nil, body, true); err != nil {
+	if _, err := c.call(ctx, s, "confirmShipment", http.MethodPost, "/orders/v0/orders/"+orderID+"/shipmentConfirmation", nil, body, true); err != nil {
 		return FulfillmentResult{}, err
 	}
 	return FulfillmentResult{ExternalID: tracking, Created: true}, nil
@@ -747,7 +750,7 @@ func (c *MarketplaceA) ListLocations(ctx context.Context, b Bridge) ([]Location,
 		if token != "" {
 			q.Set("nextPageToken", token)
 		}
-		resp, err := c.call(ctx, s, http.MethodGet, "/supplySources/2020-07-01/supplySources", q, nil, false)
+		resp, err := c.call(ctx, s, "getSupplySources", http.MethodGet, "/supplySources/2020-07-01/supplySources", q, nil, false)
 		if err != nil {
 			return nil, err
 		}

@@ -397,10 +397,18 @@ func TestMarketplaceAErrorClasses(t *testing.T) {
 	wait, _ := platforms.RetryAfter(err)
 	assert.InDelta(t, 60*time.Second, wait, float64(200*time.Millisecond), "one request at the operation's rate")
 	assert.True(t, platforms.IsRetryable(err))
+	// The throttled operation is held back; the seller's other operations are not.
+	_, _, err = c.ListOrders(ctx, b, time.Time{}, "")
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	f.serve("GET /supplySources/2020-07-01/supplySources", 200, []byte(`{"supplySources":[]}`))
+	_, err = c.ListLocations(ctx, b)
+	require.NoError(t, err)
+	c = platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
 	f.serve(route, 429, []byte(`{"errors":[]}`), platforms.MarketplaceARateLimitHeader, "0.5")
 	_, _, err = c.ListOrders(ctx, b, time.Time{}, "")
 	wait, _ = platforms.RetryAfter(err)
 	assert.Equal(t, 2*time.Second, wait)
+	c = platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
 
 	for _, status := range []int{500, 503} {
 		f.serve(route, status, []byte(`{"errors":[{"code":"InternalFailure","message":"We encountered an internal error. Please try again."}]}`))

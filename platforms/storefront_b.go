@@ -47,6 +47,7 @@ type StorefrontB struct {
 	sandboxURL string
 	client     *http.Client
 	opts       connOptions
+	pacer      pacer
 }
 
 // NewStorefrontB returns the storefront_b connector. sandboxURL is "" in
@@ -133,9 +134,13 @@ func (c *StorefrontB) store(b Bridge) (storefrontBStore, error) {
 func (c *StorefrontB) call(ctx context.Context, s storefrontBStore, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
 	return wireCall{
 		method: method, url: joinURL(s.root, path, q), header: s.header, body: body, orderLookup: orderLookup,
-		retryAfter: func(h http.Header) time.Duration { return secondsHeader(h, "Retry-After") },
+		pace: pacing{pacer: &c.pacer, key: s.root, retryAfter: storefrontBRetryAfter},
 	}.do(ctx, c.client)
 }
+
+// storefrontBRetryAfter: the platform documents no limits; a host's or
+// firewall's 429 names its wait in Retry-After.
+func storefrontBRetryAfter(h http.Header) time.Duration { return secondsHeader(h, "Retry-After") }
 
 // FetchOrder implements Connector: GET /orders/{id}.
 func (c *StorefrontB) FetchOrder(ctx context.Context, b Bridge, externalID string) (*Order, error) {

@@ -258,6 +258,15 @@ func TestStorefrontBErrorClasses(t *testing.T) {
 	wait, _ := platforms.RetryAfter(err)
 	assert.Equal(t, 7*time.Second, wait)
 	assert.True(t, platforms.IsRetryable(err))
+	f.mu.Lock()
+	calls := len(f.calls)
+	f.mu.Unlock()
+	_, _, err = c.ListOrders(ctx, b, time.Time{}, "")
+	require.ErrorIs(t, err, platforms.ErrRateLimited, "held back for the wait the store named")
+	f.mu.Lock()
+	assert.Len(t, f.calls, calls, "without calling")
+	f.mu.Unlock()
+	c = platforms.NewStorefrontB(f.srv.URL, f.srv.Client())
 
 	for _, status := range []int{500, 502, 503} {
 		f.serve(route, status, []byte(`{"code":"internal_server_error","message":"There has been a critical error on this website.","data":{"status":500}}`))

@@ -50,7 +50,7 @@ import (
 // token 400 invalid_grant; an unknown access token is 403; a query value
 // "sandbox-fail" is 503. A refresh token "sandbox-ratelimit" makes every
 // other getOrders call a 429 QuotaExceeded. Every answer carries
-// x-amzn-RateLimit-Limit (the sandbox's rates: 0.5 a second for order
+// x-amzn-RateLimit-Limit (the sandbox's rates: 1 a second for order
 // reads, 2 for confirmations, 10 for supply sources) and x-amzn-RequestId.
 
 const (
@@ -58,7 +58,7 @@ const (
 	mpaDefaultPage     = 100
 	mpaItemsPerPage    = 2
 	mpaSupplyDefault   = 10
-	mpaRateOrders      = "0.5"
+	mpaRateOrders      = "1"
 	mpaRateConfirm     = "2"
 	mpaRateSupply      = "10"
 	mpaRateLimitHeader = "x-amzn-RateLimit-Limit"

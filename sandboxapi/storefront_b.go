@@ -41,7 +41,7 @@ import (
 // credentials are 401 woocommerce_rest_authentication_error; a store
 // whose first host label is "sandbox-fail", or a query value
 // "sandbox-fail", is 503; a consumer key "sandbox-ratelimit" makes every
-// other call a 429 with Retry-After: 2 (the platform documents no limit;
+// other call a 429 with Retry-After: 1 (the platform documents no limit;
 // the host's limiter answers so). Paths outside wc/v3 fall through to the
 // legacy /platforms/{type}/stores/... routes.
 
@@ -291,7 +291,7 @@ func (s *wcSandbox) serve(w http.ResponseWriter, r *http.Request, store, storePa
 	limited := key == RateLimitValue && st.calls%2 == 1
 	s.mu.Unlock()
 	if limited {
-		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Retry-After", "1")
 		wcError(w, http.StatusTooManyRequests, "rest_too_many_requests", "Too many requests. Please wait and try again.")
 		return
 	}
