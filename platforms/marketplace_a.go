@@ -796,3 +796,9 @@ func (c *MarketplaceA) ListLocations(ctx context.Context, b Bridge) ([]Location,
 	}
 	return out, nil
 }
+
+var _ interface {
+	Connector
+	FulfillmentPusher
+	LocationLister
+} = (*MarketplaceA)(nil)

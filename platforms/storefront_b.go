@@ -574,3 +574,9 @@ func (c *StorefrontB) DeleteWebhook(ctx context.Context, b Bridge, id string) er
 	_, err = c.call(ctx, s, http.MethodDelete, "/webhooks/"+id, url.Values{"force": {"true"}}, nil, false)
 	return ignoreNotFound(err)
 }
+
+var _ interface {
+	Connector
+	FulfillmentPusher
+	WebhookRegistrar
+} = (*StorefrontB)(nil)
