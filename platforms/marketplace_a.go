@@ -53,6 +53,15 @@ const (
 	marketplaceAMaxItemPages = 50
 	// tokenRefreshMargin: a cached token is renewed this long before expiry.
 	tokenRefreshMargin = time.Minute
+	// A list page reads every order's items (getOrderItems: 0.5 calls a
+	// second, burst 30, in production), so item calls sleep through a
+	// throttle of up to marketplaceAItemsMaxSleep, at most
+	// marketplaceAItemsRetries times an order, instead of failing the
+	// page; and read items are kept (marketplaceAItemsCached orders), so a
+	// page that fails anyway resumes where it stopped when retried.
+	marketplaceAItemsMaxSleep = 5 * time.Second
+	marketplaceAItemsRetries  = 10
+	marketplaceAItemsCached   = 5000
 )
 
 // MarketplaceAEarliest is the LastUpdatedAfter of a first import (the
@@ -97,6 +106,7 @@ type MarketplaceA struct {
 	opts    connOptions
 	tokens  tokenCache
 	pacer   pacer
+	items   itemsCache
 }
 
 // NewMarketplaceA returns the marketplace_a connector. apiURL replaces the
@@ -322,7 +332,7 @@ func (c *MarketplaceA) call(ctx context.Context, s marketplaceASeller, op, metho
 		resp, err := wireCall{
 			method: method, url: joinURL(s.host, path, q), header: h, body: body, orderLookup: orderLookup,
 			// Quotas are per selling partner, application and operation.
-			pace: pacing{pacer: &c.pacer, key: s.cacheKey + "/" + op, retryAfter: marketplaceAWait},
+			pace: pacing{pacer: &c.pacer, key: s.cacheKey + "/" + op, retryAfter: marketplaceAWait, maxSleep: marketplaceAMaxSleep(op)},
 		}.do(ctx, c.client)
 		if err != nil && errors.Is(err, ErrUnauthorized) {
 			c.dropToken(s, token)
@@ -331,6 +341,47 @@ func (c *MarketplaceA) call(ctx context.Context, s marketplaceASeller, op, metho
 			}
 		}
 		return resp, err
+	}
+}
+
+// marketplaceAMaxSleep is the longest an operation's call sleeps for its
+// quota (0: the default).
+func marketplaceAMaxSleep(op string) time.Duration {
+	if op == "getOrderItems" {
+		return marketplaceAItemsMaxSleep
+	}
+	return 0
+}
+
+// itemsCache keeps the raw items of orders by seller, order id and
+// LastUpdateDate (an order's items change only with it), oldest dropped
+// first.
+type itemsCache struct {
+	mu    sync.Mutex
+	items map[string][]json.RawMessage
+	keys  []string
+}
+
+func (ic *itemsCache) get(key string) ([]json.RawMessage, bool) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	v, ok := ic.items[key]
+	return v, ok
+}
+
+func (ic *itemsCache) put(key string, v []json.RawMessage) {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	if ic.items == nil {
+		ic.items = map[string][]json.RawMessage{}
+	}
+	if _, ok := ic.items[key]; !ok {
+		ic.keys = append(ic.keys, key)
+	}
+	ic.items[key] = v
+	for len(ic.keys) > marketplaceAItemsCached {
+		delete(ic.items, ic.keys[0])
+		ic.keys = ic.keys[1:]
 	}
 }
 
@@ -520,16 +571,23 @@ func mpaPayload(body []byte, what string, v any) error {
 	return decodeJSON(env.Payload, v, what)
 }
 
-// orderItems reads every page of GET /orders/v0/orders/{id}/orderItems.
+// orderItems reads every page of GET /orders/v0/orders/{id}/orderItems,
+// sleeping through short throttles (marketplaceAItemsMaxSleep).
 func (c *MarketplaceA) orderItems(ctx context.Context, s marketplaceASeller, orderID string) ([]json.RawMessage, error) {
 	var all []json.RawMessage
 	token := ""
-	for page := 0; page < marketplaceAMaxItemPages; page++ {
+	for page, throttled := 0, 0; page < marketplaceAMaxItemPages; page++ {
 		var q url.Values
 		if token != "" {
 			q = url.Values{"NextToken": {token}}
 		}
 		resp, err := c.call(ctx, s, "getOrderItems", http.MethodGet, "/orders/v0/orders/"+url.PathEscape(orderID)+"/orderItems", q, nil, true)
+		if wait, limited := RetryAfter(err); limited && wait <= marketplaceAItemsMaxSleep && throttled < marketplaceAItemsRetries {
+			// The pacer holds the next call for the wait: try the page again.
+			throttled++
+			page--
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -549,16 +607,25 @@ func (c *MarketplaceA) orderItems(ctx context.Context, s marketplaceASeller, ord
 	return all, nil
 }
 
+// withItems maps an order with its items, read once per LastUpdateDate.
 func (c *MarketplaceA) withItems(ctx context.Context, s marketplaceASeller, rawOrder json.RawMessage) (Order, error) {
 	var id struct {
-		AmazonOrderID string `json:"AmazonOrderId"`
+		AmazonOrderID  string `json:"AmazonOrderId"`
+		LastUpdateDate string `json:"LastUpdateDate"`
 	}
 	if err := json.Unmarshal(rawOrder, &id); err != nil || id.AmazonOrderID == "" {
 		return Order{}, badResponse("order payload has no AmazonOrderId", err)
 	}
-	items, err := c.orderItems(ctx, s, id.AmazonOrderID)
-	if err != nil {
-		return Order{}, err
+	key := s.cacheKey + "\x00" + id.AmazonOrderID + "\x00" + id.LastUpdateDate
+	items, ok := c.items.get(key)
+	if !ok || id.LastUpdateDate == "" {
+		var err error
+		if items, err = c.orderItems(ctx, s, id.AmazonOrderID); err != nil {
+			return Order{}, err
+		}
+		if id.LastUpdateDate != "" {
+			c.items.put(key, items)
+		}
 	}
 	return MarketplaceAOrder(rawOrder, items)
 }

@@ -517,3 +517,50 @@ func TestMarketplaceARegionIsCheckedBehindABaseURL(t *testing.T) {
 	_, _, err = c.ListOrders(context.Background(), mpaBridge("marketplaceId", "A2XZLSVIQ0F4JT"), time.Time{}, "")
 	require.NoError(t, err)
 }
+
+// getOrderItems has a small quota: a page sleeps through its short
+// throttles, and a page retried after a failure reads no item twice.
+func TestMarketplaceAItemThrottlesAndRetries(t *testing.T) {
+	f, _ := mpaFake(t)
+	var itemCalls, listCalls atomic.Int32
+	var failList atomic.Bool
+	f.routes["GET /orders/v0/orders"] = func(w http.ResponseWriter, _ *http.Request) {
+		listCalls.Add(1)
+		_, _ = io.WriteString(w, `{"payload":{"Orders":[
+			{"AmazonOrderId":"111-0000000-0000001","OrderStatus":"Unshipped","LastUpdateDate":"2026-01-01T00:00:00Z"},
+			{"AmazonOrderId":"111-0000000-0000002","OrderStatus":"Unshipped","LastUpdateDate":"2026-01-02T00:00:00Z"},
+			{"AmazonOrderId":"111-0000000-0000003","OrderStatus":"Unshipped","LastUpdateDate":"2026-01-03T00:00:00Z"}]}}`)
+	}
+	for id := 1; id <= 3; id++ {
+		f.routes[fmt.Sprintf("GET /orders/v0/orders/111-0000000-000000%d/orderItems", id)] = func(w http.ResponseWriter, _ *http.Request) {
+			n := itemCalls.Add(1)
+			switch {
+			case n%2 == 1: // every other item call is throttled at 20 a second: a 50 ms wait
+				w.Header().Set(platforms.MarketplaceARateLimitHeader, "20")
+				w.WriteHeader(http.StatusTooManyRequests)
+				_, _ = io.WriteString(w, `{"errors":[{"code":"QuotaExceeded","message":"You exceeded your quota for the requested resource."}]}`)
+			case id == 3 && failList.Load(): // the last order fails for good
+				w.WriteHeader(http.StatusServiceUnavailable)
+			default:
+				_, _ = fmt.Fprintf(w, `{"payload":{"OrderItems":[{"OrderItemId":"%d","QuantityOrdered":1}]}}`, id)
+			}
+		}
+	}
+	c := platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
+	ctx := context.Background()
+
+	failList.Store(true)
+	_, _, err := c.ListOrders(ctx, mpaBridge(), time.Time{}, "")
+	require.Error(t, err, "the third order's items fail")
+	assert.True(t, platforms.IsRetryable(err))
+	failList.Store(false)
+	before := itemCalls.Load()
+	orders, _, err := c.ListOrders(ctx, mpaBridge(), time.Time{}, "")
+	require.NoError(t, err, "throttled item calls are slept through")
+	require.Len(t, orders, 3)
+	for _, o := range orders {
+		require.Len(t, o.LineItems, 1)
+	}
+	assert.LessOrEqual(t, itemCalls.Load()-before, int32(2), "the retried page reads only the third order's items")
+	assert.Equal(t, int32(2), listCalls.Load())
+}
