@@ -104,6 +104,8 @@ func NewHandler() http.Handler {
 	mountStorefrontA(r, "/platforms/storefront_a")
 	mountShippingHubA(r, "/platforms/shipping_hub_a")
 	mountStorefrontC(r, "/platforms/storefront_c")
+	mountStorefrontB(r, "/platforms/storefront_b")
+	mountMarketplaceA(r, "/platforms/marketplace_a", "/platforms/marketplace_a/lwa")
 	r.Mount("/carriers", carrierRoutes())
 	return r
 }
