@@ -56,7 +56,7 @@ type Deps struct {
 	// BaseURL is the public base URL (links in e-mails, webhook URLs).
 	BaseURL string
 	// OrderHooks runs after an order is created (split rules, dispatchers);
-	// nil means rules.Noop.
+	// nil means rules.Hooks over Store.
 	OrderHooks rules.OrderHooks
 	// AllowPrivateURLs accepts tenant-supplied URLs (a storeUrl) that
 	// point at loopback, private, link-local or metadata addresses
@@ -110,7 +110,7 @@ func NewRouter(d Deps) http.Handler {
 		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs, limits: newLimiters(d.Limits), idempotencyLease: d.IdempotencyLease,
 	}
 	if s.orderHooks == nil {
-		s.orderHooks = rules.Noop{}
+		s.orderHooks = &rules.Hooks{Store: d.Store, Log: d.Logger}
 	}
 	s.bulkTaskQueue, s.namespace = d.BulkTaskQueue, d.TemporalNamespace
 	if s.bulkTaskQueue == "" {
@@ -165,6 +165,8 @@ func NewRouter(d Deps) http.Handler {
 			s.mountPickups(r)
 			s.mountTracking(r)
 			s.mountRateComparisons(r)
+			s.mountConditionSets(r)
+			s.mountSplitRules(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.

@@ -1,0 +1,57 @@
+-- +goose Up
+-- Condition sets (Part 2): named lists of values that dispatcher and split
+-- rule conditions test with in_set / not_in_set.
+CREATE TABLE condition_sets (
+    id              uuid PRIMARY KEY,
+    organization_id uuid NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+    name            text NOT NULL,
+    description     text,
+    value_type      text NOT NULL CHECK (value_type IN ('string', 'number', 'boolean')),
+    -- Kept by the statements that add and remove values, under the set's
+    -- row lock, so it is exact under concurrent writes.
+    value_count     integer NOT NULL DEFAULT 0 CHECK (value_count >= 0),
+    created_at      timestamptz NOT NULL DEFAULT now(),
+    updated_at      timestamptz NOT NULL DEFAULT now()
+);
+CREATE UNIQUE INDEX condition_sets_org_name_key ON condition_sets (organization_id, name);
+
+-- value is the canonical form for the set's value type (cond.Canonical), so
+-- "1.50" and "1.5" are one value of a number set. The unique index serves
+-- duplicate detection, alphabetical pages and lookups.
+CREATE TABLE condition_set_values (
+    id               uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    condition_set_id uuid NOT NULL REFERENCES condition_sets (id) ON DELETE CASCADE,
+    value            text NOT NULL,
+    label            text,
+    created_at       timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT condition_set_values_set_value_key UNIQUE (condition_set_id, value)
+);
+
+-- Split rules (Part 2). condition_set_ids lists the sets the rule's
+-- condition groups use (kept by every write), so deleting a referenced set
+-- is refused with one indexed query.
+CREATE TABLE split_rules (
+    id                uuid PRIMARY KEY,
+    organization_id   uuid NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+    name              text NOT NULL,
+    description       text,
+    method            text NOT NULL CHECK (method IN ('condition', 'field_group')),
+    condition_groups  jsonb NOT NULL DEFAULT '[]',
+    group_field       text,
+    -- A rule scoped to a bridge goes with it: it could never apply again.
+    bridge_id         uuid REFERENCES bridges (id) ON DELETE CASCADE,
+    is_active         boolean NOT NULL DEFAULT true,
+    priority          integer NOT NULL DEFAULT 0 CHECK (priority BETWEEN 0 AND 1000),
+    orders_split      integer NOT NULL DEFAULT 0,
+    last_split_at     timestamptz,
+    condition_set_ids uuid[] NOT NULL DEFAULT '{}',
+    created_at        timestamptz NOT NULL DEFAULT now(),
+    updated_at        timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX split_rules_org_priority_idx ON split_rules (organization_id, priority DESC, name, id);
+CREATE INDEX split_rules_set_ids_idx ON split_rules USING gin (condition_set_ids);
+
+-- +goose Down
+DROP TABLE split_rules;
+DROP TABLE condition_set_values;
+DROP TABLE condition_sets;
