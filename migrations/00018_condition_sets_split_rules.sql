@@ -16,16 +16,32 @@ CREATE TABLE condition_sets (
 CREATE UNIQUE INDEX condition_sets_org_name_key ON condition_sets (organization_id, name);
 
 -- value is the canonical form for the set's value type (cond.Canonical), so
--- "1.50" and "1.5" are one value of a number set. The unique index serves
--- duplicate detection, alphabetical pages and lookups.
+-- "1.50" and "1.5" are one value of a number set. The primary key serves
+-- duplicate detection, alphabetical pages and lookups; id (the API's value
+-- id) is not looked up, so it has no index of its own. There is no foreign
+-- key to condition_sets either: its per-row check would be most of the
+-- cost of a 100,000-value batch. Writers hold the set's row lock while
+-- they add values (store.AddConditionSetValues), and the trigger below
+-- removes a deleted set's values (also when its organization is deleted).
 CREATE TABLE condition_set_values (
-    id               uuid PRIMARY KEY DEFAULT gen_random_uuid(),
-    condition_set_id uuid NOT NULL REFERENCES condition_sets (id) ON DELETE CASCADE,
+    condition_set_id uuid NOT NULL,
     value            text NOT NULL,
+    id               uuid NOT NULL,
     label            text,
     created_at       timestamptz NOT NULL DEFAULT now(),
-    CONSTRAINT condition_set_values_set_value_key UNIQUE (condition_set_id, value)
+    PRIMARY KEY (condition_set_id, value)
 );
+
+-- +goose StatementBegin
+CREATE FUNCTION condition_sets_delete_values() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM condition_set_values v USING gone g WHERE v.condition_set_id = g.id;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER condition_sets_delete_values AFTER DELETE ON condition_sets
+    REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION condition_sets_delete_values();
 
 -- Split rules (Part 2). condition_set_ids lists the sets the rule's
 -- condition groups use (kept by every write), so deleting a referenced set
@@ -55,3 +71,4 @@ CREATE INDEX split_rules_set_ids_idx ON split_rules USING gin (condition_set_ids
 DROP TABLE split_rules;
 DROP TABLE condition_set_values;
 DROP TABLE condition_sets;
+DROP FUNCTION condition_sets_delete_values();
