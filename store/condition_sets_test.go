@@ -99,8 +99,13 @@ func TestConditionSetCRUDAndValues(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Len(t, list, 1)
 
+	_, err = store.AddConditionSetValues(ctx, s, org, a.ID, csTestValues("Z", 3))
+	require.NoError(t, err)
 	require.NoError(t, store.DeleteConditionSet(ctx, s, org, a.ID))
 	require.ErrorIs(t, store.DeleteConditionSet(ctx, s, org, a.ID), store.ErrNotFound)
+	var left int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM condition_set_values WHERE condition_set_id = $1`, a.ID).Scan(&left))
+	require.Zero(t, left, "a deleted set's values go with it")
 }
 
 // Concurrent adds of overlapping batches keep valueCount equal to the
