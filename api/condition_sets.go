@@ -207,7 +207,8 @@ func (s *Server) conditionSetFor(r *http.Request) (store.ConditionSet, error) {
 	return c, notFoundAs(err, "condition set")
 }
 
-// addConditionSetValues adds values: {values: [{value, label?}]}. Each
+// addConditionSetValues adds values: {values: [{value, label?}]} (a bare
+// string is a value without a label). Each
 // value is checked against the set's valueType (a number set also takes
 // JSON numbers) and stored in its canonical form; values the set holds,
 // or that repeat in the request, are ignored, and added counts the new
@@ -236,6 +237,9 @@ func (s *Server) addConditionSetValues(w http.ResponseWriter, r *http.Request) e
 	for i, el := range raw {
 		at := fmt.Sprintf("values[%d]", i)
 		m, isObj := el.(map[string]any)
+		if str, isStr := el.(string); isStr { // a bare value is {value}
+			m, isObj = map[string]any{"value": str}, true
+		}
 		if !isObj {
 			v.add(at, "must be an object with value and label")
 			continue

@@ -10,6 +10,9 @@ CREATE TABLE condition_sets (
     -- Kept by the statements that add and remove values, under the set's
     -- row lock, so it is exact under concurrent writes.
     value_count     integer NOT NULL DEFAULT 0 CHECK (value_count >= 0),
+    -- Bumped by every change of the values: an evaluator's cached copy of
+    -- the set is current while its version is (rules.SetCache).
+    values_version  bigint NOT NULL DEFAULT 0,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now()
 );

@@ -39,6 +39,8 @@ var _ OrderHooks = Noop{}
 type Hooks struct {
 	Store *store.Store
 	Log   *slog.Logger
+	// Sets caches condition sets between orders (the zero value works).
+	Sets SetCache
 }
 
 var _ OrderHooks = (*Hooks)(nil)
@@ -92,7 +94,7 @@ func (h *Hooks) SplitOrder(ctx context.Context, orgID, orderID uuid.UUID) (Split
 		compiled = append(compiled, c)
 		setIDs = append(setIDs, c.SetIDs()...)
 	}
-	sets, err := LoadSets(ctx, h.Store.Pool, orgID, setIDs)
+	sets, err := h.Sets.Load(ctx, h.Store.Pool, orgID, setIDs)
 	if err != nil {
 		return SplitResult{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -295,9 +296,9 @@ func OrderDoc(o store.Order) (map[string]any, error) {
 	doc := map[string]any{
 		"id": o.ID.String(), "organizationId": o.OrganizationID.String(), "externalId": o.ExternalID,
 		"status": o.Status, "paymentStatus": o.PaymentStatus, "fulfillmentStatus": o.FulfillmentStatus,
-		"currency": o.Currency, "orderedAt": o.OrderedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
-		"createdAt": o.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
-		"updatedAt": o.UpdatedAt.UTC().Format("2006-01-02T15:04:05.999999999Z07:00"),
+		"currency": o.Currency, "orderedAt": o.OrderedAt.UTC().Format(time.RFC3339Nano),
+		"createdAt": o.CreatedAt.UTC().Format(time.RFC3339Nano),
+		"updatedAt": o.UpdatedAt.UTC().Format(time.RFC3339Nano),
 		"bridgeId":  nil, "orderNumber": nil, "note": nil,
 	}
 	if o.BridgeID != nil {
@@ -308,6 +309,12 @@ func OrderDoc(o store.Order) (map[string]any, error) {
 	}
 	if o.Note != nil {
 		doc["note"] = *o.Note
+	}
+	for key, t := range map[string]*time.Time{"sentToFulfillment": o.SentToFulfillment, "sentToCart": o.SentToCart} {
+		doc[key] = nil
+		if t != nil {
+			doc[key] = t.UTC().Format(time.RFC3339Nano)
+		}
 	}
 	tags := make([]any, 0, len(o.Tags))
 	for _, t := range o.Tags {

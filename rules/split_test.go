@@ -169,3 +169,35 @@ func TestSplitOrderOnce(t *testing.T) {
 	require.Equal(t, uuid.Nil, res.RuleID)
 	require.NoError(t, h.OrderCreated(t.Context(), o.OrganizationID, o.ID))
 }
+
+func TestSetCache(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	o, _ := splitTestOrder(t, s)
+	org := o.OrganizationID
+	set, err := store.CreateConditionSet(ctx, s.Pool, store.ConditionSet{ID: uuid.New(), OrganizationID: org, Name: "c", ValueType: cond.TypeString})
+	require.NoError(t, err)
+	_, err = store.AddConditionSetValues(ctx, s, org, set.ID, []store.NewConditionSetValue{{Value: "A"}})
+	require.NoError(t, err)
+
+	var c SetCache
+	first, err := c.Load(ctx, s.Pool, org, []uuid.UUID{set.ID, uuid.New()})
+	require.NoError(t, err)
+	require.Len(t, first, 1)
+	require.True(t, first[set.ID].Has("A"))
+	again, err := c.Load(ctx, s.Pool, org, []uuid.UUID{set.ID})
+	require.NoError(t, err)
+	require.Same(t, first[set.ID], again[set.ID], "unchanged: served from the cache")
+
+	_, err = store.AddConditionSetValues(ctx, s, org, set.ID, []store.NewConditionSetValue{{Value: "B"}})
+	require.NoError(t, err)
+	fresh, err := c.Load(ctx, s.Pool, org, []uuid.UUID{set.ID})
+	require.NoError(t, err)
+	require.NotSame(t, first[set.ID], fresh[set.ID])
+	require.True(t, fresh[set.ID].Has("B"), "a change is seen at once")
+
+	otherOrg, _ := splitTestOrder(t, s)
+	none, err := c.Load(ctx, s.Pool, otherOrg.OrganizationID, []uuid.UUID{set.ID})
+	require.NoError(t, err)
+	require.Empty(t, none, "another organization's set is not served")
+}

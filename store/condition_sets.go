@@ -223,7 +223,7 @@ ON CONFLICT (condition_set_id, value) DO NOTHING`, setID)
 			return mapErr(err)
 		}
 		added = int(tag.RowsAffected())
-		_, err = tx.Exec(ctx, `UPDATE condition_sets SET value_count = value_count + $2, updated_at = now() WHERE id = $1`, setID, added)
+		_, err = tx.Exec(ctx, `UPDATE condition_sets SET value_count = value_count + $2, values_version = values_version + 1, updated_at = now() WHERE id = $1`, setID, added)
 		return mapErr(err)
 	})
 	return added, err
@@ -242,7 +242,7 @@ func RemoveConditionSetValues(ctx context.Context, s *Store, orgID, setID uuid.U
 			return mapErr(err)
 		}
 		removed = int(tag.RowsAffected())
-		_, err = tx.Exec(ctx, `UPDATE condition_sets SET value_count = value_count - $2, updated_at = now() WHERE id = $1`, setID, removed)
+		_, err = tx.Exec(ctx, `UPDATE condition_sets SET value_count = value_count - $2, values_version = values_version + 1, updated_at = now() WHERE id = $1`, setID, removed)
 		return mapErr(err)
 	})
 	return removed, err
@@ -257,14 +257,16 @@ func ClearConditionSetValues(ctx context.Context, s *Store, orgID, setID uuid.UU
 		if _, err := tx.Exec(ctx, `DELETE FROM condition_set_values WHERE condition_set_id = $1`, setID); err != nil {
 			return mapErr(err)
 		}
-		_, err := tx.Exec(ctx, `UPDATE condition_sets SET value_count = 0, updated_at = now() WHERE id = $1`, setID)
+		_, err := tx.Exec(ctx, `UPDATE condition_sets SET value_count = 0, values_version = values_version + 1, updated_at = now() WHERE id = $1`, setID)
 		return mapErr(err)
 	})
 }
 
-// LoadedConditionSet is a set's type and all its values, for evaluation.
+// LoadedConditionSet is a set's type and all its values, for evaluation,
+// with the version of the values read.
 type LoadedConditionSet struct {
 	ValueType string
+	Version   int64
 	Values    []string
 }
 
@@ -277,18 +279,38 @@ func LoadConditionSets(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid
 		return out, nil
 	}
 	rows, _ := db.Query(ctx, `
-SELECT s.id, s.value_type, coalesce(array_agg(v.value) FILTER (WHERE v.value IS NOT NULL), '{}')
-  FROM condition_sets s LEFT JOIN condition_set_values v ON v.condition_set_id = s.id
- WHERE s.organization_id = $1 AND s.id = ANY($2)
- GROUP BY s.id, s.value_type`, orgID, ids)
+SELECT s.id, s.value_type, s.values_version,
+       coalesce((SELECT array_agg(v.value) FROM condition_set_values v WHERE v.condition_set_id = s.id), '{}')
+  FROM condition_sets s
+ WHERE s.organization_id = $1 AND s.id = ANY($2)`, orgID, ids)
 	defer rows.Close()
 	for rows.Next() {
 		var id uuid.UUID
 		var set LoadedConditionSet
-		if err := rows.Scan(&id, &set.ValueType, &set.Values); err != nil {
+		if err := rows.Scan(&id, &set.ValueType, &set.Version, &set.Values); err != nil {
 			return nil, mapErr(err)
 		}
 		out[id] = set
+	}
+	return out, mapErr(rows.Err())
+}
+
+// ConditionSetVersions are the values_version of the organization's sets
+// among ids (absent: not a set of the organization).
+func ConditionSetVersions(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]int64, error) {
+	out := make(map[uuid.UUID]int64, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, _ := db.Query(ctx, `SELECT id, values_version FROM condition_sets WHERE organization_id = $1 AND id = ANY($2)`, orgID, ids)
+	defer rows.Close()
+	for rows.Next() {
+		var id uuid.UUID
+		var v int64
+		if err := rows.Scan(&id, &v); err != nil {
+			return nil, mapErr(err)
+		}
+		out[id] = v
 	}
 	return out, mapErr(rows.Err())
 }
