@@ -222,14 +222,9 @@ func (s *Server) addConditionSetValues(w http.ResponseWriter, r *http.Request) e
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	raw, ok := body["values"].([]any)
-	switch {
-	case body["values"] == nil:
-		return errValidation(FieldError{Field: "values", Message: "is required"})
-	case !ok:
-		return errValidation(FieldError{Field: "values", Message: "must be an array of {value, label} objects"})
-	case len(raw) > conditionSetValuesBatch:
-		return errValidation(FieldError{Field: "values", Message: fmt.Sprintf("must hold at most %d values per request", conditionSetValuesBatch)})
+	raw, err := conditionSetValuesField(body, "an array of {value, label} objects")
+	if err != nil {
+		return err
 	}
 	var v validator
 	values := make([]store.NewConditionSetValue, 0, len(raw))
@@ -268,6 +263,20 @@ func (s *Server) addConditionSetValues(w http.ResponseWriter, r *http.Request) e
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "added": added})
 	return nil
+}
+
+// conditionSetValuesField is the values array of an add or remove body.
+func conditionSetValuesField(body jsonBody, shape string) ([]any, error) {
+	raw, ok := body["values"].([]any)
+	switch {
+	case body["values"] == nil:
+		return nil, errValidation(FieldError{Field: "values", Message: "is required"})
+	case !ok:
+		return nil, errValidation(FieldError{Field: "values", Message: "must be " + shape})
+	case len(raw) > conditionSetValuesBatch:
+		return nil, errValidation(FieldError{Field: "values", Message: fmt.Sprintf("must hold at most %d values per request", conditionSetValuesBatch)})
+	}
+	return raw, nil
 }
 
 // conditionSetValue checks one value against the set's type and returns its
@@ -323,14 +332,9 @@ func (s *Server) removeConditionSetValues(w http.ResponseWriter, r *http.Request
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	raw, ok := body["values"].([]any)
-	switch {
-	case body["values"] == nil:
-		return errValidation(FieldError{Field: "values", Message: "is required"})
-	case !ok:
-		return errValidation(FieldError{Field: "values", Message: "must be an array of strings"})
-	case len(raw) > conditionSetValuesBatch:
-		return errValidation(FieldError{Field: "values", Message: fmt.Sprintf("must hold at most %d values per request", conditionSetValuesBatch)})
+	raw, err := conditionSetValuesField(body, "an array of strings")
+	if err != nil {
+		return err
 	}
 	var v validator
 	values := make([]string, 0, len(raw))

@@ -44,9 +44,16 @@ type SplitRule struct {
 const splitRuleCols = `id, organization_id, name, description, method, condition_groups, group_field, bridge_id,
  is_active, priority, orders_split, last_split_at, condition_set_ids, created_at, updated_at`
 
-// checkSplitRuleRefs locks and checks what a rule points at: its bridge and
-// its condition sets must be the organization's.
-func checkSplitRuleRefs(ctx context.Context, tx pgx.Tx, r SplitRule) error {
+// checkSplitRuleRefs fills a rule's empty arrays, then locks and checks what
+// it points at: its bridge and its condition sets must be the
+// organization's.
+func checkSplitRuleRefs(ctx context.Context, tx pgx.Tx, r *SplitRule) error {
+	if r.ConditionSetIDs == nil {
+		r.ConditionSetIDs = []uuid.UUID{}
+	}
+	if r.ConditionGroups == nil {
+		r.ConditionGroups = json.RawMessage(`[]`)
+	}
 	if r.BridgeID != nil {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM bridges WHERE organization_id = $1 AND id = $2 FOR SHARE`, r.OrganizationID, *r.BridgeID).Scan(&one)
@@ -70,15 +77,9 @@ func checkSplitRuleRefs(ctx context.Context, tx pgx.Tx, r SplitRule) error {
 // CreateSplitRule inserts r (ID, OrganizationID and ConditionSetIDs set by
 // the caller). ErrSplitRuleBridge, *MissingConditionSetsError.
 func CreateSplitRule(ctx context.Context, s *Store, r SplitRule) (SplitRule, error) {
-	if r.ConditionSetIDs == nil {
-		r.ConditionSetIDs = []uuid.UUID{}
-	}
-	if r.ConditionGroups == nil {
-		r.ConditionGroups = json.RawMessage(`[]`)
-	}
 	var out SplitRule
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		if err := checkSplitRuleRefs(ctx, tx, r); err != nil {
+		if err := checkSplitRuleRefs(ctx, tx, &r); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `
@@ -98,15 +99,9 @@ RETURNING `+splitRuleCols, r.ID, r.OrganizationID, r.Name, r.Description, r.Meth
 // the counters are left alone). ErrNotFound, ErrSplitRuleBridge,
 // *MissingConditionSetsError.
 func UpdateSplitRule(ctx context.Context, s *Store, r SplitRule) (SplitRule, error) {
-	if r.ConditionSetIDs == nil {
-		r.ConditionSetIDs = []uuid.UUID{}
-	}
-	if r.ConditionGroups == nil {
-		r.ConditionGroups = json.RawMessage(`[]`)
-	}
 	var out SplitRule
 	err := s.InTx(ctx, func(tx pgx.Tx) error {
-		if err := checkSplitRuleRefs(ctx, tx, r); err != nil {
+		if err := checkSplitRuleRefs(ctx, tx, &r); err != nil {
 			return err
 		}
 		rows, _ := tx.Query(ctx, `

@@ -331,7 +331,7 @@ func compileOne(c Condition) (*compiled, string, error) {
 		return nil, "setId", errors.New("is only allowed with in_set and not_in_set")
 	}
 	switch c.Operator {
-	case OpEquals, OpNotEquals:
+	case OpEquals, OpNotEquals, OpContains, OpNotContains:
 		s, ok := toScalar(c.Value)
 		if !ok {
 			return nil, "value", errors.New("must be a string, number or boolean")
@@ -339,18 +339,11 @@ func compileOne(c Condition) (*compiled, string, error) {
 		if err := checkLen(s); err != nil {
 			return nil, "value", err
 		}
-		cc.val, cc.negate = s, c.Operator == OpNotEquals
+		cc.val, cc.negate = s, c.Operator == OpNotEquals || c.Operator == OpNotContains
 		cc.test = cc.equals
-	case OpContains, OpNotContains:
-		s, ok := toScalar(c.Value)
-		if !ok {
-			return nil, "value", errors.New("must be a string, number or boolean")
+		if c.Operator == OpContains || c.Operator == OpNotContains {
+			cc.test = cc.contains
 		}
-		if err := checkLen(s); err != nil {
-			return nil, "value", err
-		}
-		cc.val, cc.negate = s, c.Operator == OpNotContains
-		cc.test = cc.contains
 	case OpStartsWith, OpEndsWith:
 		s, ok := c.Value.(string)
 		if !ok {
@@ -579,42 +572,19 @@ func (c *compiled) inOne(v any) bool {
 // false when they cannot be compared.
 func (c *compiled) compare(v any) (int, bool) {
 	w := c.val
-	if w.kind == kindNumber {
-		var f float64
-		switch x := v.(type) {
-		case string:
-			n, ok := parseNumber(x)
-			if !ok {
-				return 0, false
-			}
-			f = n
-		default:
-			n, ok := number(v)
-			if !ok {
-				return 0, false
-			}
-			f = n
+	if w.kind == kindNumber || w.numeric {
+		f, ok := number(v)
+		if x, isStr := v.(string); isStr && w.kind == kindNumber {
+			f, ok = parseNumber(x)
 		}
-		switch {
-		case f < w.f:
-			return -1, true
-		case f > w.f:
-			return 1, true
+		if ok {
+			return cmpFloat(f, w.f), true
 		}
-		return 0, true
-	}
-	// A string value.
-	if w.numeric {
-		if f, ok := number(v); ok {
-			switch {
-			case f < w.f:
-				return -1, true
-			case f > w.f:
-				return 1, true
-			}
-			return 0, true
+		if w.kind == kindNumber {
+			return 0, false
 		}
 	}
+	// A string value against a string.
 	x, ok := v.(string)
 	if !ok {
 		return 0, false
@@ -625,6 +595,16 @@ func (c *compiled) compare(v any) (int, bool) {
 		}
 	}
 	return strings.Compare(x, w.s), true
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // regexCache holds compiled patterns by source, so a pattern used by many
