@@ -267,3 +267,28 @@ func TestSplitOnOrderCreate(t *testing.T) {
 	res := e.do(owner.caller, "POST", "/api/v1/split-rules/"+rule["id"].(string)+"/test", map[string]any{"orderId": parent["id"]})
 	require.Equal(t, false, res.data()["wouldSplit"])
 }
+
+// A condition-group rule with an in_set condition splits on create, and a
+// value added to the set afterwards counts for the next order.
+func TestSplitOnOrderCreateWithSet(t *testing.T) {
+	e := newEnv(t)
+	owner := e.signup()
+	bridge := orderTestBridge(t, e, owner.org, "Shop")
+	set := csTestCreate(t, e, owner.caller, "Hazmat", "string")["id"].(string)
+	add := e.do(owner.caller, "POST", "/api/v1/condition-sets/"+set+"/values", map[string]any{"values": []any{"BAT-1"}})
+	require.Equal(t, 200, add.Code, "%s", add.Raw)
+	splitTestRule(t, e, owner.caller, map[string]any{"name": "hazmat apart", "method": "condition", "conditionGroups": []any{
+		map[string]any{"label": "hazmat", "conditions": []any{map[string]any{"field": "lineItems[].sku", "operator": "in_set", "setId": set}}},
+	}})
+	p1 := orderTestCreate(t, e, owner.caller, splitTestOrder(bridge, "H-1", splitTestItem("BAT-1", "x", 5), splitTestItem("MUG-1", "x", 5)))
+	md := e.do(owner.caller, "GET", "/api/v1/orders/"+p1["id"].(string), nil).data()["metadata"].(map[string]any)
+	require.Len(t, md["splitInto"], 2)
+	child := e.do(owner.caller, "GET", "/api/v1/orders/"+md["splitInto"].([]any)[0].(string), nil).data()
+	require.Equal(t, "hazmat", child["metadata"].(map[string]any)["splitGroup"])
+
+	p2 := orderTestCreate(t, e, owner.caller, splitTestOrder(bridge, "H-2", splitTestItem("BAT-2", "x", 5), splitTestItem("MUG-1", "x", 5)))
+	require.NotContains(t, e.do(owner.caller, "GET", "/api/v1/orders/"+p2["id"].(string), nil).data()["metadata"], "splitInto")
+	e.do(owner.caller, "POST", "/api/v1/condition-sets/"+set+"/values", map[string]any{"values": []any{"BAT-2"}})
+	p3 := orderTestCreate(t, e, owner.caller, splitTestOrder(bridge, "H-3", splitTestItem("BAT-2", "x", 5), splitTestItem("MUG-1", "x", 5)))
+	require.Contains(t, e.do(owner.caller, "GET", "/api/v1/orders/"+p3["id"].(string), nil).data()["metadata"], "splitInto", "the cached set was refreshed")
+}
