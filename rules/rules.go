@@ -1,6 +1,20 @@
 // Package rules evaluates what happens to an order after it enters the
 // service: split rules (child orders) and, later, dispatchers (routing to a
 // destination bridge). The condition engine both use is rules/cond.
+//
+// Evaluating conditions, for any rule kind:
+//
+//	conds, errs := cond.Decode(body["conditions"], "conditions", 1, 50) // 400 details by path
+//	prog, err := cond.Compile(conds, matchMode)                         // once per rule version
+//	sets, err := hooks.Sets.Load(ctx, db, orgID, prog.SetIDs())         // once per batch
+//	doc, err := rules.OrderDoc(order)                                   // the order as the API shows it
+//	ok := prog.Match(doc, sets)
+//
+// A table whose rows reference condition sets keeps a condition_set_ids
+// uuid[] column (from Program.SetIDs), locks the sets it names with
+// store.LockConditionSets in the writing transaction, and is listed in
+// store's conditionSetReferrers so that deleting a referenced set is 409.
+// A split parent (IsSplitParent) lives on in its children: route those.
 package rules
 
 import (
