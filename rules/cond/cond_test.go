@@ -361,11 +361,14 @@ func BenchmarkSimpleCondition(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	n := 0
 	for b.Loop() {
 		if !p.Match(doc, nil) {
 			b.Fatal("no match")
 		}
+		n++
 	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "evals/s")
 }
 
 // BenchmarkLineItemFanOut is a string condition fanned out over line items.
