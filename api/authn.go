@@ -77,7 +77,7 @@ func (s *Server) authenticateOrg(r *http.Request) (*auth.Principal, error) {
 	}
 	ctx := r.Context()
 	if auth.IsAPIKey(tok) {
-		k, err := store.APIKeyByHash(ctx, s.store.Pool, auth.HashAPIKey(tok))
+		k, err := apiKeyCacheFor(s.store.Pool).lookup(ctx, auth.HashAPIKey(tok))
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, errUnauthorized("invalid, revoked or expired API key")
 		}

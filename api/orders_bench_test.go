@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -16,15 +15,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 )
 
-// BenchmarkCreateOrder creates orders through the real router, middleware
-// and store, authenticated by an API key, from 32 concurrent clients.
+// BenchmarkCreateOrder creates orders from 32 concurrent clients two ways,
+// interleaved in chunks so both see the same machine load: through the real
+// router, middleware and store, authenticated by an API key ("router"), and
+// through a bare chi handler that decodes the same JSON and runs one plain
+// pgx INSERT into the same table ("bare"). It reports both rates and their
+// ratio (issue 7: router/bare >= 0.75).
 //
-//	go test ./api -run XXX -bench CreateOrder -benchtime 3000x
+//	go test ./api -run XXX -bench CreateOrder -benchtime 3000x -count 3
 func BenchmarkCreateOrder(b *testing.B) {
 	e := newEnv(b)
 	owner := e.signup()
@@ -35,30 +40,114 @@ func BenchmarkCreateOrder(b *testing.B) {
 	body["tags"] = []string{"web"}
 	raw := string(orderJSONOf(body))
 	// One external id per request.
-	template := strings.Replace(raw, `"external_id":"EXT"`, `"external_id":"EXT-%d"`, 1)
+	template := strings.Replace(raw, `"external_id":"EXT"`, `"external_id":"%s-%d"`, 1)
 	require.Contains(b, template, "%d")
+	bare := bareOrderRouter(e.deps.Store.Pool, uuid.MustParse(owner.org))
 
-	const clients = 32
-	b.SetParallelism((clients + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	const clients, chunk = 32, 256
 	var seq atomic.Int64
 	var failed atomic.Int64
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			req := httptest.NewRequest("POST", "/api/v1/orders", strings.NewReader(fmt.Sprintf(template, seq.Add(1))))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Authorization", "Bearer "+key.token)
-			rec := httptest.NewRecorder()
-			e.handler.ServeHTTP(rec, req)
-			if rec.Code != http.StatusCreated && failed.Add(1) == 1 {
-				b.Errorf("create: %d %s", rec.Code, rec.Body.String())
-			}
+	// run sends n creates from 32 concurrent clients and returns how long
+	// they took.
+	run := func(h http.Handler, prefix, path, token string, n int) time.Duration {
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		start := time.Now()
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for next.Add(1) <= int64(n) {
+					req := httptest.NewRequest("POST", path, strings.NewReader(fmt.Sprintf(template, prefix, seq.Add(1))))
+					req.Header.Set("Content-Type", "application/json")
+					if token != "" {
+						req.Header.Set("Authorization", "Bearer "+token)
+					}
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusCreated && failed.Add(1) == 1 {
+						b.Errorf("create %s: %d %s", prefix, rec.Code, rec.Body.String())
+					}
+				}
+			}()
 		}
-	})
-	elapsed := time.Since(start)
+		wg.Wait()
+		return time.Since(start)
+	}
+	// Warm both paths (connections, statement caches).
+	run(e.handler, "WARM", "/api/v1/orders", key.token, chunk)
+	run(bare, "BAREWARM", "/orders", "", chunk)
+	var routerTime, bareTime time.Duration
+	b.ResetTimer()
+	for done := 0; done < b.N; done += chunk {
+		n := min(chunk, b.N-done)
+		routerTime += run(e.handler, "R", "/api/v1/orders", key.token, n)
+		bareTime += run(bare, "B", "/orders", "", n)
+	}
 	b.StopTimer()
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "orders/s")
+	routerRate := float64(b.N) / routerTime.Seconds()
+	bareRate := float64(b.N) / bareTime.Seconds()
+	b.ReportMetric(routerRate, "orders/s")
+	b.ReportMetric(bareRate, "bare_orders/s")
+	b.ReportMetric(routerRate/bareRate, "ratio")
+	b.ReportMetric(0, "ns/op") // both paths ran b.N times; ns/op would mislead
+}
+
+// bareOrderRouter is the baseline of BenchmarkCreateOrder: a chi router
+// with one handler that decodes the create body into a struct and inserts
+// it with one pgx statement, with no authentication, validation or
+// middleware.
+func bareOrderRouter(pool *pgxpool.Pool, orgID uuid.UUID) http.Handler {
+	type bareCustomer struct {
+		Email     string `json:"email"`
+		FirstName string `json:"firstName"`
+		LastName  string `json:"lastName"`
+	}
+	type bareOrder struct {
+		BridgeID        uuid.UUID       `json:"bridge_id"`
+		ExternalID      string          `json:"external_id"`
+		OrderNumber     *string         `json:"order_number"`
+		Status          string          `json:"status"`
+		Customer        json.RawMessage `json:"customer"`
+		ShippingAddress json.RawMessage `json:"shipping_address"`
+		LineItems       json.RawMessage `json:"line_items"`
+		Totals          json.RawMessage `json:"totals"`
+		Tags            []string        `json:"tags"`
+	}
+	r := chi.NewRouter()
+	r.Post("/orders", func(w http.ResponseWriter, r *http.Request) {
+		var in bareOrder
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var c bareCustomer
+		var t struct {
+			Total float64 `json:"total"`
+		}
+		_ = json.Unmarshal(in.Customer, &c)
+		_ = json.Unmarshal(in.Totals, &t)
+		id := uuid.New()
+		var created time.Time
+		err := pool.QueryRow(r.Context(), `
+INSERT INTO orders (id, organization_id, bridge_id, external_id, order_number, status, customer, customer_email, customer_name,
+                    shipping_address, line_items, totals, total, tags, ordered_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, now())
+RETURNING created_at`, id, orgID, in.BridgeID, in.ExternalID, in.OrderNumber, in.Status, in.Customer, c.Email,
+			c.FirstName+" "+c.LastName, in.ShippingAddress, in.LineItems, in.Totals, t.Total, in.Tags).Scan(&created)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": map[string]any{
+			"id": id, "organizationId": orgID, "bridgeId": in.BridgeID, "externalId": in.ExternalID, "orderNumber": in.OrderNumber,
+			"status": in.Status, "customer": in.Customer, "shippingAddress": in.ShippingAddress, "lineItems": in.LineItems,
+			"totals": in.Totals, "tags": in.Tags, "createdAt": created,
+		}})
+	})
+	return r
 }
 
 // listFixture is one organization holding listOrderCount orders, seeded

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,6 +72,9 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 	if hasNULEscape(raw) {
 		return errValidation(FieldError{Field: "body", Message: "strings must not contain NUL (\\u0000) characters"})
 	}
+	if b, ok := dst.(*jsonBody); ok && decodeObject(raw, b) {
+		return nil
+	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
@@ -87,6 +91,22 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 		return errBadRequest("invalid_json", "request body is not valid JSON: "+err.Error())
 	}
 	return nil
+}
+
+// decodeObject decodes a JSON object into b in one pass (json.Unmarshal
+// into a jsonBody validates the text, then decodes it twice more through
+// its UnmarshalJSON). It reports false on anything but a well-formed object
+// with nothing after it, and decodeBody then takes the usual path so the
+// error is the same as ever.
+func decodeObject(raw []byte, b *jsonBody) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil || m == nil || len(bytes.TrimSpace(raw[dec.InputOffset():])) != 0 {
+		return false
+	}
+	*b = m
+	return true
 }
 
 // hasNULEscape reports whether a JSON text holds a \u0000 escape inside a
