@@ -155,6 +155,7 @@ RETURNING created_at`, id, orgID, in.BridgeID, in.ExternalID, in.OrderNumber, in
 // runs no benchmark, so never seeds it).
 type listFixture struct {
 	e       *testEnv
+	org     string
 	key     caller
 	bridges []uuid.UUID
 }
@@ -214,7 +215,7 @@ func seedListFixture(b *testing.B) *listFixture {
 	listFixtureOnce.Do(func() {
 		e := newEnv(b)
 		owner := e.signup()
-		f := &listFixture{e: e, key: e.apiKey(owner, "orders:read")}
+		f := &listFixture{e: e, org: owner.org, key: e.apiKey(owner, "orders:read")}
 		orgID := uuid.MustParse(owner.org)
 		// Five bridges with unequal shares (40/25/15/12/8 %).
 		shares := []int{40, 25, 15, 12, 8}
@@ -277,13 +278,27 @@ func seedListFixture(b *testing.B) *listFixture {
 	return listFix
 }
 
-// BenchmarkListOrders measures page-1 list latency in an organization of
-// 100,000 orders, per filter, and reports p50 and p99 (sequential requests
+// BenchmarkListOrders measures list latency in an organization of 100,000
+// orders, per query shape, and reports p50 and p99 (sequential requests
 // through the router with an API key, so each includes authentication).
+// Issue 7 asks page=500 for p99 <= 10 ms and searches matching most orders
+// for p99 < 25 ms.
 //
-//	go test ./api -run XXX -bench ListOrders -benchtime 3000x
+// The table is vacuumed first, as autovacuum leaves it. The unvacuumed_*
+// shapes then run after 2,000 more orders arrived that autovacuum has not
+// visited yet (below migration 00014's threshold of 1,000 + 2 %): their
+// index entries point at pages the visibility map does not mark
+// all-visible, so index-only scans read those rows.
+//
+//	go test ./api -run XXX -bench ListOrders -benchtime 300x -count 3
 func BenchmarkListOrders(b *testing.B) {
 	f := seedListFixture(b)
+	ctx := context.Background()
+	pool := f.e.deps.Store.Pool
+	_, err := pool.Exec(ctx, `DELETE FROM orders WHERE external_id LIKE 'fresh-%'`)
+	require.NoError(b, err)
+	_, err = pool.Exec(ctx, `VACUUM ANALYZE orders`)
+	require.NoError(b, err)
 	cases := []struct{ name, query string }{
 		{"status", "status=processing"},
 		{"status_common", "status=delivered"},
@@ -294,48 +309,74 @@ func BenchmarkListOrders(b *testing.B) {
 		{"search_broad", "search=gmail"},
 		{"search_very_broad", "search=.com"},
 		{"search_short", "search=an"},
+		{"search_one_letter", "search=a"},
 		{"status_search", "status=shipped&search=smith"},
 		{"all", ""},
 		{"sort_total", "sort=total&status=pending"},
+		{"sort_total_all", "sort=total"},
 		{"include_bridge", "include=bridge,dispatch_assignments"},
+		{"page_500", "page=500&limit=20"},
+		{"page_500_status", "page=500&limit=20&status=delivered"},
+		{"page_500_sort_total", "page=500&limit=20&sort=total"},
+		{"page_500_search_very_broad", "page=500&limit=20&search=" + url.QueryEscape(".com")},
 	}
 	for _, c := range cases {
-		b.Run(c.name, func(b *testing.B) {
-			path := "/api/v1/orders?" + c.query
-			var last []byte
-			run := func() time.Duration {
-				req := httptest.NewRequest("GET", path, nil)
-				req.Header.Set("Authorization", "Bearer "+f.key.token)
-				rec := httptest.NewRecorder()
-				start := time.Now()
-				f.e.handler.ServeHTTP(rec, req)
-				d := time.Since(start)
-				last = rec.Body.Bytes()
-				if rec.Code != http.StatusOK {
-					b.Fatalf("list %s: %d %s", path, rec.Code, rec.Body.String())
-				}
-				return d
-			}
-			for range 20 { // warm the plan and connection caches
-				run()
-			}
-			var page struct {
-				Pagination Pagination `json:"pagination"`
-			}
-			require.NoError(b, json.Unmarshal(last, &page))
-			durations := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				durations = append(durations, run())
-			}
-			b.StopTimer()
-			slices.Sort(durations)
-			q := func(p float64) float64 {
-				return float64(durations[min(len(durations)-1, int(p*float64(len(durations))))].Microseconds()) / 1000
-			}
-			b.ReportMetric(q(0.50), "p50_ms")
-			b.ReportMetric(q(0.99), "p99_ms")
-			b.ReportMetric(float64(page.Pagination.Total), "matches")
-		})
+		b.Run(c.name, func(b *testing.B) { benchListQuery(b, f, c.query) })
 	}
+
+	// 2,000 orders autovacuum has not visited yet.
+	_, err = pool.Exec(ctx, `
+INSERT INTO orders (id, organization_id, bridge_id, external_id, order_number, status, customer, customer_email, customer_name,
+                    line_items, totals, total, ordered_at)
+SELECT gen_random_uuid(), organization_id, bridge_id, 'fresh-' || external_id, '#F' || external_id, status, customer,
+       customer_email, customer_name, line_items, totals, total, now()
+  FROM orders WHERE organization_id = $1 LIMIT 2000`, uuid.MustParse(f.org))
+	require.NoError(b, err)
+	for _, c := range []struct{ name, query string }{
+		{"unvacuumed_all", ""},
+		{"unvacuumed_page_500", "page=500&limit=20"},
+		{"unvacuumed_search_very_broad", "search=" + url.QueryEscape(".com")},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchListQuery(b, f, c.query) })
+	}
+}
+
+// benchListQuery runs GET /orders?query b.N times after a warm-up and
+// reports the latency percentiles and the number of matches.
+func benchListQuery(b *testing.B, f *listFixture, query string) {
+	path := "/api/v1/orders?" + query
+	var last []byte
+	run := func() time.Duration {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+f.key.token)
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		f.e.handler.ServeHTTP(rec, req)
+		d := time.Since(start)
+		last = rec.Body.Bytes()
+		if rec.Code != http.StatusOK {
+			b.Fatalf("list %s: %d %s", path, rec.Code, rec.Body.String())
+		}
+		return d
+	}
+	for range 20 { // warm the plan and connection caches
+		run()
+	}
+	var page struct {
+		Pagination Pagination `json:"pagination"`
+	}
+	require.NoError(b, json.Unmarshal(last, &page))
+	durations := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		durations = append(durations, run())
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	q := func(p float64) float64 {
+		return float64(durations[min(len(durations)-1, int(p*float64(len(durations))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.50), "p50_ms")
+	b.ReportMetric(q(0.99), "p99_ms")
+	b.ReportMetric(float64(page.Pagination.Total), "matches")
 }

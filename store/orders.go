@@ -142,8 +142,13 @@ type OrderListItem struct {
 	UpdatedAt         time.Time       `db:"updated_at"`
 }
 
-const orderListCols = `id, order_number, status, customer_name, customer_email, line_items, total, currency,
- bridge_id, external_id, sent_to_fulfillment, sent_to_cart, created_at, updated_at`
+var orderListColNames = []string{"id", "order_number", "status", "customer_name", "customer_email", "line_items", "total", "currency",
+	"bridge_id", "external_id", "sent_to_fulfillment", "sent_to_cart", "created_at", "updated_at"}
+
+// orderListColsOf is the list columns of the table alias t.
+func orderListColsOf(t string) string {
+	return t + "." + strings.Join(orderListColNames, ", "+t+".")
+}
 
 // OrderSortColumns maps the API's sort fields to columns; nothing else is
 // ever put into ORDER BY.
@@ -207,9 +212,18 @@ func orderWhere(orgID uuid.UUID, f OrderFilter) (string, []any) {
 	return b.String(), args
 }
 
-// ListOrders returns one page and the number of all matching orders. The
-// page and the count travel in one batch (one round trip); the count is
-// skipped when the page itself shows the total.
+// ListOrders returns one page and the number of all matching orders.
+//
+// The page walks an index that holds the organization, the sort key and the
+// id (migration 00014), skipping the offset without reading a single row,
+// and only then joins the page's own rows: page 500 costs an index walk of
+// 10,000 entries and 20 row reads, not 10,000 row reads. The count is an
+// index-only scan as well: without a search or since it reads the small
+// deduplicated (organization, status, bridge) index, with one the index that
+// carries search_text; neither reads (or detoasts) rows. Both need the
+// visibility map to be current, which autovacuum keeps after inserts
+// (migration 00014 tunes it for the orders table). The count is skipped when
+// the page itself tells the total.
 func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams) ([]OrderListItem, int, error) {
 	col, ok := OrderSortColumns[p.Sort]
 	if !ok {
@@ -220,17 +234,18 @@ func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams
 		dir = " DESC"
 	}
 	where, args := orderWhere(orgID, p.Filter)
-	// Parameters are sent with the statement (no cached generic plan), so the
-	// planner sees the actual status, bridge and search pattern and picks
-	// between the trigram index and a walk of the created_at index.
-	mode := pgx.QueryExecModeExec
 	nulls := ""
 	if col == "order_number" { // the one nullable sort column: orders without a number last
 		nulls = " NULLS LAST"
 	}
-	pageSQL := `SELECT ` + orderListCols + ` FROM orders WHERE ` + where +
-		` ORDER BY ` + col + dir + nulls + `, id` + dir +
-		fmt.Sprintf(` LIMIT %d OFFSET %d`, p.Limit, p.Offset)
+	pageSQL := `SELECT ` + orderListColsOf("o") + ` FROM (SELECT id, ` + col + ` FROM orders WHERE ` + where +
+		` ORDER BY ` + col + dir + nulls + `, id` + dir + fmt.Sprintf(` LIMIT %d OFFSET %d`, p.Limit, p.Offset) + `) AS p
+  JOIN orders o ON o.id = p.id
+ ORDER BY p.` + col + dir + nulls + `, p.id` + dir
+	// Parameters are sent with each statement (no cached generic plan), so
+	// the planner sees the actual status, bridge and search pattern and picks
+	// between the trigram index and an index-only walk.
+	mode := pgx.QueryExecModeExec
 	rows, _ := db.Query(ctx, pageSQL, append([]any{mode}, args...)...)
 	items, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderListItem])
 	if err != nil {
