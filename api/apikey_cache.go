@@ -51,7 +51,8 @@ type apiKeyCache struct {
 
 	mu      sync.Mutex
 	started bool
-	live    bool // the listener is connected and listening
+	ready   chan struct{} // closed once the first connection attempt is over
+	live    bool          // the listener is connected and listening
 	seq     uint64
 	entries map[string]store.APIKey
 	next    *apiKeySync // the round trip the next hit waits for (not yet begun)
@@ -72,7 +73,9 @@ func apiKeyCacheFor(pool *pgxpool.Pool) *apiKeyCache {
 	if c, ok := apiKeyCaches.Load(pool); ok {
 		return c.(*apiKeyCache)
 	}
-	c, _ := apiKeyCaches.LoadOrStore(pool, &apiKeyCache{pool: pool, entries: map[string]store.APIKey{}, wake: make(chan struct{}, 1)})
+	c, _ := apiKeyCaches.LoadOrStore(pool, &apiKeyCache{
+		pool: pool, entries: map[string]store.APIKey{}, wake: make(chan struct{}, 1), ready: make(chan struct{}),
+	})
 	return c.(*apiKeyCache)
 }
 
@@ -84,6 +87,15 @@ func (c *apiKeyCache) lookup(ctx context.Context, hash []byte) (store.APIKey, er
 		c.started = true
 		go c.listen()
 	}
+	c.mu.Unlock()
+	// The first request waits for the listener (once per process), so a
+	// key's first request is the only one that reads the table.
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return store.APIKey{}, ctx.Err()
+	}
+	c.mu.Lock()
 	if _, hit := c.entries[h]; hit && c.live {
 		round := c.next
 		if round == nil {
@@ -155,15 +167,22 @@ func (c *apiKeyCache) setLive(live bool) {
 // listen keeps the listener connection and runs the shared round trips.
 func (c *apiKeyCache) listen() {
 	backoff := 100 * time.Millisecond
+	first := true
 	for {
 		conn, err := c.connect()
+		if err == nil {
+			c.setLive(true)
+		}
+		if first {
+			first = false
+			close(c.ready)
+		}
 		if err != nil {
 			time.Sleep(backoff)
 			backoff = min(2*backoff, 30*time.Second)
 			continue
 		}
 		backoff = 100 * time.Millisecond
-		c.setLive(true)
 		c.serve(conn)
 		c.setLive(false)
 		ctx, cancel := context.WithTimeout(context.Background(), apiKeySyncTimeout)
@@ -174,6 +193,7 @@ func (c *apiKeyCache) listen() {
 
 func (c *apiKeyCache) connect() (*pgx.Conn, error) {
 	cfg := c.pool.Config().ConnConfig.Copy()
+	cfg.Tracer = nil // its round trips are not the requests' statements
 	cfg.OnNotification = func(_ *pgconn.PgConn, n *pgconn.Notification) {
 		if n.Channel == apiKeyChannel {
 			c.evict(n.Payload)
