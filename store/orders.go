@@ -212,7 +212,8 @@ func orderWhere(orgID uuid.UUID, f OrderFilter) (string, []any) {
 	return b.String(), args
 }
 
-// ListOrders returns one page and the number of all matching orders.
+// ListOrders returns one page and the number of all matching orders, in one
+// statement (one round trip, one snapshot).
 //
 // The page walks an index that holds the organization, the sort key and the
 // id (migration 00014), skipping the offset without reading a single row,
@@ -222,8 +223,8 @@ func orderWhere(orgID uuid.UUID, f OrderFilter) (string, []any) {
 // deduplicated (organization, status, bridge) index, with one the index that
 // carries search_text; neither reads (or detoasts) rows. Both need the
 // visibility map to be current, which autovacuum keeps after inserts
-// (migration 00014 tunes it for the orders table). The count is skipped when
-// the page itself tells the total.
+// (migration 00014 tunes it for the orders table). The count runs only when
+// the page is full: a page that is not tells the total itself.
 func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams) ([]OrderListItem, int, error) {
 	col, ok := OrderSortColumns[p.Sort]
 	if !ok {
@@ -238,7 +239,11 @@ func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams
 	if col == "order_number" { // the one nullable sort column: orders without a number last
 		nulls = " NULLS LAST"
 	}
-	pageSQL := `SELECT ` + orderListColsOf("o") + ` FROM (SELECT id, ` + col + ` FROM orders WHERE ` + where +
+	countSQL := `SELECT count(*) FROM orders WHERE ` + where
+	// The count subquery is evaluated once, and only when the CASE needs it.
+	pageSQL := fmt.Sprintf(`SELECT CASE WHEN count(*) OVER () < %d THEN %d + count(*) OVER () ELSE (%s) END AS match_count, `,
+		p.Limit, p.Offset, countSQL) + orderListColsOf("o") + `
+  FROM (SELECT id, ` + col + ` FROM orders WHERE ` + where +
 		` ORDER BY ` + col + dir + nulls + `, id` + dir + fmt.Sprintf(` LIMIT %d OFFSET %d`, p.Limit, p.Offset) + `) AS p
   JOIN orders o ON o.id = p.id
  ORDER BY p.` + col + dir + nulls + `, p.id` + dir
@@ -247,17 +252,30 @@ func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams
 	// between the trigram index and an index-only walk.
 	mode := pgx.QueryExecModeExec
 	rows, _ := db.Query(ctx, pageSQL, append([]any{mode}, args...)...)
-	items, err := pgx.CollectRows(rows, pgx.RowToStructByName[OrderListItem])
+	page, err := pgx.CollectRows(rows, pgx.RowToStructByName[orderListRow])
 	if err != nil {
 		return nil, 0, mapErr(err)
 	}
-	// A page that is not full and not past the end tells the total itself.
-	if len(items) < p.Limit && (len(items) > 0 || p.Offset == 0) {
-		return items, p.Offset + len(items), nil
+	items := make([]OrderListItem, len(page))
+	for i, r := range page {
+		items[i] = r.OrderListItem
 	}
+	switch {
+	case len(page) > 0:
+		return items, page[0].MatchCount, nil
+	case p.Offset == 0:
+		return items, 0, nil
+	}
+	// Past the end: the count alone.
 	var total int
-	err = db.QueryRow(ctx, `SELECT count(*) FROM orders WHERE `+where, append([]any{mode}, args...)...).Scan(&total)
+	err = db.QueryRow(ctx, countSQL, append([]any{mode}, args...)...).Scan(&total)
 	return items, total, mapErr(err)
+}
+
+// orderListRow is a list row with the number of matches.
+type orderListRow struct {
+	OrderListItem
+	MatchCount int `db:"match_count"`
 }
 
 // OrderBridge is the summary of an order's bridge (include=bridge).
