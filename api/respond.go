@@ -93,9 +93,10 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 	return nil
 }
 
-// decodeObject decodes a JSON object into b in one pass (json.Unmarshal
-// into a jsonBody validates the text, then decodes it twice more through
-// its UnmarshalJSON). It reports false on anything but a well-formed object
+// decodeObject decodes a JSON object into b with numbers kept as written,
+// reading the text twice (scan, decode) where json.Unmarshal into a jsonBody
+// reads it three times (validate, then scan and decode again inside its
+// UnmarshalJSON). It reports false on anything but a well-formed object
 // with nothing after it, and decodeBody then takes the usual path so the
 // error is the same as ever.
 func decodeObject(raw []byte, b *jsonBody) bool {

@@ -27,8 +27,9 @@ CREATE INDEX CONCURRENTLY IF NOT EXISTS orders_org_count_idx
 CREATE INDEX CONCURRENTLY IF NOT EXISTS orders_org_search_count_idx
     ON orders (organization_id) INCLUDE (search_text);
 -- Index-only scans skip the row only on pages the visibility map marks
--- all-visible: vacuum after 2 % new orders instead of 20 %.
-ALTER TABLE orders SET (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_insert_threshold = 1000);
+-- all-visible: vacuum after 2 % new or changed orders instead of 20 %.
+ALTER TABLE orders SET (autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_insert_threshold = 1000,
+                        autovacuum_vacuum_scale_factor = 0.02);
 
 -- API key changes that matter to authentication are announced on commit, so
 -- that every instance drops a cached key before its next request (see
@@ -48,7 +49,7 @@ CREATE TRIGGER api_keys_notify_change
 -- +goose Down
 DROP TRIGGER api_keys_notify_change ON api_keys;
 DROP FUNCTION api_keys_notify_change();
-ALTER TABLE orders RESET (autovacuum_vacuum_insert_scale_factor, autovacuum_vacuum_insert_threshold);
+ALTER TABLE orders RESET (autovacuum_vacuum_insert_scale_factor, autovacuum_vacuum_insert_threshold, autovacuum_vacuum_scale_factor);
 DROP INDEX CONCURRENTLY IF EXISTS orders_org_search_count_idx;
 DROP INDEX CONCURRENTLY IF EXISTS orders_org_count_idx;
 DROP INDEX CONCURRENTLY IF EXISTS orders_org_total_list_idx;
