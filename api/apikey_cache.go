@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"sync"
 	"time"
 
@@ -45,7 +46,8 @@ const (
 //   - a row read from the table is cached only if no notification arrived
 //     while it was read, and only while the listener is connected: a lost
 //     connection empties the cache and every request reads the table until
-//     the connection is back.
+//     the connection is back. Without the trigger (a database not migrated
+//     that far) the cache never turns on.
 type apiKeyCache struct {
 	pool *pgxpool.Pool
 
@@ -206,6 +208,16 @@ func (c *apiKeyCache) connect() (*pgx.Conn, error) {
 		return nil, err
 	}
 	if _, err := conn.Exec(ctx, "LISTEN "+apiKeyChannel); err != nil {
+		_ = conn.Close(ctx)
+		return nil, err
+	}
+	// Without the trigger nothing is announced: the cache stays off.
+	var announced bool
+	err = conn.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'api_keys_notify_change' AND tgenabled <> 'D')`).Scan(&announced)
+	if err == nil && !announced {
+		err = errors.New("api_keys_notify_change trigger missing (migration 00014)")
+	}
+	if err != nil {
 		_ = conn.Close(ctx)
 		return nil, err
 	}

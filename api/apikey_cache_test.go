@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/store/storetest"
 )
 
 // A cached API key stops working on the very next request after it is
@@ -96,4 +98,33 @@ func TestAPIKeyCacheKeepsKeyOnUse(t *testing.T) {
 	ok, seqAfter := state()
 	require.True(t, ok)
 	require.Equal(t, seq, seqAfter, "no eviction")
+}
+
+// Without the trigger that announces key changes, the cache stays off and
+// every request reads the table.
+func TestAPIKeyCacheOffWithoutTrigger(t *testing.T) {
+	e := newEnv(t)
+	owner := e.signup()
+	k := e.apiKey(owner, "orders:read")
+	ctx := context.Background()
+	pool := e.deps.Store.Pool
+	_, err := pool.Exec(ctx, `ALTER TABLE api_keys DISABLE TRIGGER api_keys_notify_change`)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := pool.Exec(ctx, `ALTER TABLE api_keys ENABLE TRIGGER api_keys_notify_change`)
+		require.NoError(t, err)
+	})
+	other, err := pgxpool.New(ctx, storetest.URL()) // a cache of its own
+	require.NoError(t, err)
+	defer other.Close()
+	c := apiKeyCacheFor(other)
+	for range 2 {
+		got, err := c.lookup(ctx, auth.HashAPIKey(k.token))
+		require.NoError(t, err)
+		require.Equal(t, []string{"orders:read"}, got.Scopes)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	require.False(t, c.live)
+	require.Empty(t, c.entries)
 }
