@@ -222,7 +222,7 @@ func orderWhere(orgID uuid.UUID, f OrderFilter) (string, []any) {
 // index-only scan as well: without a search or since it reads the small
 // deduplicated (organization, status, bridge) index, with one the index that
 // carries search_text; neither reads (or detoasts) rows. Both need the
-// visibility map to be current, which autovacuum keeps after inserts
+// visibility map to be current, which autovacuum keeps after changes
 // (migration 00014 tunes it for the orders table). The count runs only when
 // the page is full: a page that is not tells the total itself.
 func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams) ([]OrderListItem, int, error) {
