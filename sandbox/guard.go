@@ -1,0 +1,173 @@
+package sandbox
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dop251/goja"
+)
+
+// guardPrefix starts the message of every RangeError a guard throws.
+const guardPrefix = "sandbox limit: "
+
+// removedGlobals are not given to scripts: binary buffers allocate their
+// whole size in one call goja cannot interrupt, and transformations work
+// on JSON data.
+var removedGlobals = []string{"ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array",
+	"Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array",
+	"Float64Array", "BigInt64Array", "BigUint64Array"}
+
+// arrayMethods are the Array.prototype methods that loop over an array's
+// length in Go: each is wrapped to refuse an array (this or an argument)
+// longer than MaxArrayLength before it starts. A huge length costs nothing
+// until such a method walks it.
+var arrayMethods = []string{"at", "concat", "copyWithin", "entries", "every", "fill", "filter", "find", "findIndex",
+	"findLast", "findLastIndex", "flat", "flatMap", "forEach", "includes", "indexOf", "join", "keys", "lastIndexOf",
+	"map", "pop", "push", "reduce", "reduceRight", "reverse", "shift", "slice", "some", "sort", "splice",
+	"toLocaleString", "toReversed", "toSorted", "toSpliced", "toString", "unshift", "values", "with"}
+
+// harden removes the binary buffers and wraps the built-ins that allocate
+// or loop a lot in one call (goja interrupts JavaScript, not a running
+// built-in) with a check of the size they are asked for. It runs in every
+// fresh runtime before the tenant's code, which cannot reach the originals.
+func (s *Sandbox) harden(vm *goja.Runtime) {
+	g := vm.GlobalObject()
+	for _, name := range removedGlobals {
+		_ = g.Delete(name)
+	}
+	maxArr, maxStr := int64(s.limits.MaxArrayLength), int64(s.limits.MaxStringLength)
+	rangeErr := vm.Get("RangeError")
+	fail := func(what string, n, limit int64) {
+		o, err := vm.New(rangeErr, vm.ToValue(fmt.Sprintf("%s%s %d exceeds %d", guardPrefix, what, n, limit)))
+		if err != nil {
+			panic(err)
+		}
+		panic(o)
+	}
+	lenOf := func(v goja.Value) int64 {
+		o, ok := v.(*goja.Object)
+		if !ok {
+			return 0
+		}
+		l := o.Get("length")
+		if l == nil {
+			return 0
+		}
+		f := l.ToFloat()
+		if f != f || f < 0 {
+			return 0
+		}
+		if f > 1<<53 {
+			return 1 << 53
+		}
+		return int64(f)
+	}
+	checkArrays := func(call goja.FunctionCall) {
+		if n := lenOf(call.This); n > maxArr {
+			fail("array length", n, maxArr)
+		}
+		for _, a := range call.Arguments {
+			if n := lenOf(a); n > maxArr {
+				fail("array length", n, maxArr)
+			}
+		}
+	}
+	wrap := func(obj *goja.Object, name string, check func(goja.FunctionCall)) {
+		orig, ok := goja.AssertFunction(obj.Get(name))
+		if !ok {
+			return
+		}
+		_ = obj.DefineDataProperty(name, vm.ToValue(func(call goja.FunctionCall) goja.Value {
+			check(call)
+			v, err := orig(call.This, call.Arguments...)
+			if err != nil {
+				panic(err)
+			}
+			return v
+		}), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	ap := vm.Get("Array").ToObject(vm)
+	proto := ap.Get("prototype").ToObject(vm)
+	for _, m := range arrayMethods {
+		if m == "join" {
+			continue
+		}
+		wrap(proto, m, checkArrays)
+	}
+	wrap(proto, "join", func(call goja.FunctionCall) {
+		checkArrays(call)
+		sep := int64(1)
+		if a := call.Argument(0); !goja.IsUndefined(a) {
+			sep = int64(len(a.String()))
+		}
+		if n := lenOf(call.This); n > 1 && (n-1)*sep > maxStr {
+			fail("string length", (n-1)*sep, maxStr)
+		}
+	})
+	wrap(ap, "from", checkArrays)
+
+	sp := vm.Get("String").ToObject(vm).Get("prototype").ToObject(vm)
+	wrap(sp, "repeat", func(call goja.FunctionCall) {
+		n := call.Argument(0).ToFloat()
+		if n > 0 && n < 1<<53 {
+			if l := int64(len(call.This.String())) * int64(n); l > maxStr {
+				fail("string length", l, maxStr)
+			}
+		}
+	})
+	pad := func(call goja.FunctionCall) {
+		if n := call.Argument(0).ToFloat(); n > float64(maxStr) {
+			fail("string length", int64(min(n, 1<<53)), maxStr)
+		}
+	}
+	wrap(sp, "padStart", pad)
+	wrap(sp, "padEnd", pad)
+}
+
+// lookupSource finds the transform function, declared with function, var,
+// let or const at the top level.
+const lookupSource = `typeof transform === "function" ? transform : undefined`
+
+var (
+	lookupProgram = goja.MustCompile("sandbox-lookup.js", lookupSource, false)
+)
+
+// isGuardError reports whether a script exception is one of the guards'.
+func isGuardError(ex *goja.Exception) bool {
+	return strings.Contains(ex.Value().String(), guardPrefix)
+}
+
+// runIn prepares vm, runs the program's top level and, when input is not
+// nil, calls transform on a fresh copy of it and exports the result.
+func (s *Sandbox) runIn(vm *goja.Runtime, prog *goja.Program, input []byte) ([]byte, error) {
+	vm.SetMaxCallStackSize(s.limits.MaxCallStack)
+	// Taken before the tenant's code runs, so it cannot be replaced.
+	parse, _ := goja.AssertFunction(vm.Get("JSON").ToObject(vm).Get("parse"))
+	s.harden(vm)
+	if _, err := vm.RunProgram(prog); err != nil {
+		return nil, errorFrom(err)
+	}
+	fv, err := vm.RunProgram(lookupProgram)
+	if err != nil {
+		return nil, errorFrom(err)
+	}
+	transform, ok := goja.AssertFunction(fv)
+	if !ok {
+		return nil, &Error{Kind: KindSyntax, Message: "the code must define function transform(data)"}
+	}
+	if input == nil {
+		return nil, nil
+	}
+	data, err := parse(goja.Undefined(), vm.ToValue(string(input)))
+	if err != nil {
+		return nil, &Error{Kind: KindInput, Message: "input is not valid JSON"}
+	}
+	res, err := transform(goja.Undefined(), data)
+	if err != nil {
+		return nil, errorFrom(err)
+	}
+	if goja.IsUndefined(res) {
+		res = data
+	}
+	return s.export(vm, res)
+}

@@ -1,0 +1,462 @@
+// Package sandbox runs tenant JavaScript (transformations) in goja
+// (github.com/dop251/goja), an ECMAScript interpreter written in Go.
+//
+// The contract (CONTRACT 8a): the code defines `function transform(data)`;
+// Run calls it with a copy of a JSON object and answers the returned value,
+// or the (possibly mutated) copy when it returns undefined. The value must
+// be a plain object; it is exported back to JSON.
+//
+// What a run is given and what bounds it:
+//
+//   - A program is compiled once per code version (cached by the SHA-256 of
+//     the code) and every run gets a fresh goja.Runtime: nothing survives
+//     from one run to the next.
+//   - The runtime holds the ECMAScript built-ins only: no require, console,
+//     timers, process, file system or network, and no Go value from the host
+//     (the input enters as JSON text parsed inside the runtime).
+//   - Time: a watchdog interrupts the script at the deadline (1 s default).
+//     goja can interrupt JavaScript but not a running built-in, so Run also
+//     answers at the deadline (plus a short grace) whatever the script's
+//     goroutine is doing; that goroutine keeps its concurrency slot until it
+//     ends, so stuck runs cannot pile up. Backtracking regular expressions
+//     (regexp2) have a match timeout.
+//   - Call depth: SetMaxCallStackSize.
+//   - Size: the code, the input (bytes and nesting) and the output (bytes and
+//     nesting) are capped; an oversized input is refused before any code runs.
+//   - Memory: goja has no memory limit. The watchdog samples the process's
+//     heap (runtime/metrics, no stop-the-world) and interrupts a run whose
+//     heap growth passes MaxHeapGrowth; the built-ins that allocate a lot in
+//     one uninterruptible call are capped before they run: String repeat,
+//     padStart, padEnd and Array join (result length), every Array method and
+//     Array.from (array length), the Array constructor, ArrayBuffer and typed
+//     array constructors (length). The heap is shared by the whole process,
+//     so the growth seen by a run may include other runs' allocations (a
+//     concurrent runaway can fail an innocent run); at most MaxConcurrent
+//     runs execute at once. Not bounded before the fact: a single built-in
+//     call whose result is the product of two in-range sizes (for example a
+//     global replace with a long replacement over a long string); such a call
+//     is stopped right after it returns, when the heap check sees it.
+package sandbox
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dlclark/regexp2/v2"
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/parser"
+)
+
+// Limits bound a run. Zero fields take the defaults.
+type Limits struct {
+	// Timeout is a run's deadline (default 1 s).
+	Timeout time.Duration
+	// MaxCodeBytes caps the source (default 100,000 bytes).
+	MaxCodeBytes int
+	// MaxInputBytes and MaxOutputBytes cap the JSON in and out (default
+	// 1 MiB each).
+	MaxInputBytes  int
+	MaxOutputBytes int
+	// MaxDepth caps the nesting of the input and the output (default 64).
+	MaxDepth int
+	// MaxCallStack is the JavaScript call depth (default 1,000).
+	MaxCallStack int
+	// MaxHeapGrowth is the heap growth, in bytes, at which a run is
+	// interrupted (default 256 MiB).
+	MaxHeapGrowth int64
+	// MaxStringLength caps the strings the guarded built-ins build (default
+	// 8 Mi characters); MaxArrayLength the arrays they take or build
+	// (default 1,000,000 elements; typed arrays: elements, ArrayBuffer: bytes
+	// up to 8 × this).
+	MaxStringLength int
+	MaxArrayLength  int
+	// MaxConcurrent runs execute at once (default 2 × GOMAXPROCS); the
+	// others wait for a slot within their deadline.
+	MaxConcurrent int
+}
+
+// Defaults for Limits.
+const (
+	DefaultTimeout         = time.Second
+	DefaultMaxCodeBytes    = 100_000
+	DefaultMaxInputBytes   = 1 << 20
+	DefaultMaxOutputBytes  = 1 << 20
+	DefaultMaxDepth        = 64
+	DefaultMaxCallStack    = 1000
+	DefaultMaxHeapGrowth   = 256 << 20
+	DefaultMaxStringLength = 8 << 20
+	DefaultMaxArrayLength  = 1_000_000
+)
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultTimeout
+	}
+	def(&l.MaxCodeBytes, DefaultMaxCodeBytes)
+	def(&l.MaxInputBytes, DefaultMaxInputBytes)
+	def(&l.MaxOutputBytes, DefaultMaxOutputBytes)
+	def(&l.MaxDepth, DefaultMaxDepth)
+	def(&l.MaxCallStack, DefaultMaxCallStack)
+	def(&l.MaxStringLength, DefaultMaxStringLength)
+	def(&l.MaxArrayLength, DefaultMaxArrayLength)
+	def(&l.MaxConcurrent, 2*runtime.GOMAXPROCS(0))
+	if l.MaxHeapGrowth <= 0 {
+		l.MaxHeapGrowth = DefaultMaxHeapGrowth
+	}
+	return l
+}
+
+// Error kinds.
+const (
+	KindSyntax         = "syntax"          // the code does not compile or defines no transform function
+	KindInput          = "invalid_input"   // the input is not a JSON object within the limits
+	KindTimeout        = "timeout"         // the deadline passed
+	KindMemory         = "memory"          // the heap grew past the cap, or a guarded built-in refused
+	KindException      = "exception"       // the script threw
+	KindOutput         = "invalid_output"  // the result is not a plain object
+	KindOutputTooLarge = "output_too_large" // the result exceeds MaxOutputBytes or MaxDepth
+	KindCanceled       = "canceled"        // the caller's context ended first
+)
+
+// Error is a failed check or run. Line and Column (1-based) are set when
+// the problem has a place in the code.
+type Error struct {
+	Kind    string
+	Message string
+	Line    int
+	Column  int
+}
+
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Message)
+	}
+	return e.Message
+}
+
+// IsKind reports whether err is a sandbox *Error of the kind.
+func IsKind(err error, kind string) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == kind
+}
+
+// Sandbox compiles and runs transformations. Safe for concurrent use.
+type Sandbox struct {
+	limits Limits
+	slots  chan struct{}
+
+	mu    sync.Mutex
+	cache map[[32]byte]*list.Element
+	lru   *list.List // of *compiled, most recent first
+}
+
+type compiled struct {
+	key  [32]byte
+	prog *goja.Program
+}
+
+// cacheSize bounds the compiled programs kept.
+const cacheSize = 512
+
+// regexMatchTimeout bounds one backtracking (regexp2) match. goja treats a
+// timed-out match as no match. regexp2 is used by goja only.
+const regexMatchTimeout = 250 * time.Millisecond
+
+func init() { regexp2.DefaultMatchTimeout = regexMatchTimeout }
+
+// New returns a sandbox with the limits (zero fields: defaults).
+func New(l Limits) *Sandbox {
+	l = l.withDefaults()
+	return &Sandbox{limits: l, slots: make(chan struct{}, l.MaxConcurrent), cache: map[[32]byte]*list.Element{}, lru: list.New()}
+}
+
+// Limits returns the limits in force.
+func (s *Sandbox) Limits() Limits { return s.limits }
+
+// compile returns the program of code, compiled once per code version.
+func (s *Sandbox) compile(code string) (*goja.Program, error) {
+	if len(code) > s.limits.MaxCodeBytes {
+		return nil, &Error{Kind: KindSyntax, Message: fmt.Sprintf("code exceeds %d bytes", s.limits.MaxCodeBytes)}
+	}
+	key := sha256.Sum256([]byte(code))
+	s.mu.Lock()
+	if el, ok := s.cache[key]; ok {
+		s.lru.MoveToFront(el)
+		s.mu.Unlock()
+		return el.Value.(*compiled).prog, nil
+	}
+	s.mu.Unlock()
+
+	prog, err := compileCode(code)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.cache[key]; ok {
+		return el.Value.(*compiled).prog, nil
+	}
+	s.cache[key] = s.lru.PushFront(&compiled{key: key, prog: prog})
+	for s.lru.Len() > cacheSize {
+		old := s.lru.Remove(s.lru.Back()).(*compiled)
+		delete(s.cache, old.key)
+	}
+	return prog, nil
+}
+
+// compileCode parses and compiles, reporting the place of a syntax error.
+func compileCode(code string) (*goja.Program, error) {
+	ast, err := parser.ParseFile(nil, "transform.js", code, 0)
+	if err != nil {
+		var list parser.ErrorList
+		if errors.As(err, &list) && len(list) > 0 {
+			return nil, &Error{Kind: KindSyntax, Message: list[0].Message, Line: list[0].Position.Line, Column: list[0].Position.Column}
+		}
+		return nil, &Error{Kind: KindSyntax, Message: err.Error()}
+	}
+	prog, err := goja.CompileAST(ast, false)
+	if err != nil {
+		var cerr *goja.CompilerSyntaxError
+		if errors.As(err, &cerr) {
+			e := &Error{Kind: KindSyntax, Message: cerr.Message}
+			if cerr.File != nil {
+				pos := cerr.File.Position(cerr.Offset)
+				e.Line, e.Column = pos.Line, pos.Column
+			}
+			return nil, e
+		}
+		return nil, &Error{Kind: KindSyntax, Message: strings.TrimPrefix(err.Error(), "SyntaxError: ")}
+	}
+	return prog, nil
+}
+
+// Check validates code for saving: it compiles, its top level runs within
+// the limits, and it defines a transform function. A failure is a
+// *Error of KindSyntax (with the line when the compiler gave one).
+func (s *Sandbox) Check(ctx context.Context, code string) error {
+	prog, err := s.compile(code)
+	if err != nil {
+		return err
+	}
+	_, err = s.exec(ctx, prog, nil)
+	var e *Error
+	if errors.As(err, &e) && e.Kind != KindCanceled && e.Kind != KindSyntax {
+		c := *e
+		c.Kind, c.Message = KindSyntax, "the code's top level failed: "+e.Message
+		return &c
+	}
+	return err
+}
+
+// Run calls the code's transform with a copy of input (a JSON object) and
+// returns the result as JSON. A failure is a *Error.
+func (s *Sandbox) Run(ctx context.Context, code string, input []byte) ([]byte, error) {
+	if err := s.checkInput(input); err != nil {
+		return nil, err
+	}
+	prog, err := s.compile(code)
+	if err != nil {
+		return nil, err
+	}
+	return s.exec(ctx, prog, input)
+}
+
+// checkInput refuses an input that is too large, too deep, or not an object.
+func (s *Sandbox) checkInput(input []byte) error {
+	if len(input) > s.limits.MaxInputBytes {
+		return &Error{Kind: KindInput, Message: fmt.Sprintf("input exceeds %d bytes", s.limits.MaxInputBytes)}
+	}
+	first, depth := jsonShape(input)
+	if first != '{' {
+		return &Error{Kind: KindInput, Message: "input must be a JSON object"}
+	}
+	if depth > s.limits.MaxDepth {
+		return &Error{Kind: KindInput, Message: fmt.Sprintf("input is nested deeper than %d levels", s.limits.MaxDepth)}
+	}
+	return nil
+}
+
+// jsonShape returns the first non-space byte of a JSON text and its
+// deepest nesting of objects and arrays (strings skipped).
+func jsonShape(b []byte) (first byte, maxDepth int) {
+	depth, inStr, esc := 0, false, false
+	for _, c := range b {
+		if first == 0 && c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			first = c
+		}
+		switch {
+		case inStr:
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			depth++
+			maxDepth = max(maxDepth, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return first, maxDepth
+}
+
+// interrupt reasons.
+var (
+	errDeadline = &Error{Kind: KindTimeout, Message: "the transformation ran longer than its deadline"}
+	errHeap     = &Error{Kind: KindMemory, Message: "the transformation allocated too much memory"}
+)
+
+// deadlineGrace is how long Run waits, after interrupting at the deadline,
+// for a script stuck in a built-in before it answers anyway.
+const deadlineGrace = 50 * time.Millisecond
+
+type outcome struct {
+	out []byte
+	err error
+}
+
+// exec runs prog's top level in a fresh runtime and, when input is not nil,
+// its transform on a copy of input.
+func (s *Sandbox) exec(ctx context.Context, prog *goja.Program, input []byte) ([]byte, error) {
+	deadline := time.Now().Add(s.limits.Timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case s.slots <- struct{}{}:
+	case <-wait.C:
+		c := *errDeadline
+		return nil, &c
+	case <-ctx.Done():
+		return nil, &Error{Kind: KindCanceled, Message: ctx.Err().Error()}
+	}
+
+	vm := goja.New()
+	done := make(chan outcome, 1)
+	stop := make(chan struct{})
+	go func() {
+		defer func() { <-s.slots }()
+		defer func() {
+			if p := recover(); p != nil {
+				done <- outcome{err: &Error{Kind: KindException, Message: fmt.Sprint("the transformation failed: ", p)}}
+			}
+		}()
+		out, err := s.runIn(vm, prog, input)
+		close(stop)
+		done <- outcome{out, err}
+	}()
+	go s.watch(vm, deadline, stop)
+
+	select {
+	case o := <-done:
+		return o.out, o.err
+	case <-ctx.Done():
+		vm.Interrupt(&Error{Kind: KindCanceled, Message: ctx.Err().Error()})
+	case <-time.After(time.Until(deadline) + deadlineGrace):
+	}
+	// Interrupted; a built-in may still be running. Answer within the grace.
+	select {
+	case o := <-done:
+		return o.out, o.err
+	case <-time.After(deadlineGrace):
+		vm.Interrupt(errDeadline)
+		c := *errDeadline
+		return nil, &c
+	}
+}
+
+// heapSampleEvery is the watchdog's sampling period.
+const heapSampleEvery = 2 * time.Millisecond
+
+// watch interrupts vm at the deadline or when the heap grows past the cap,
+// until stop is closed.
+func (s *Sandbox) watch(vm *goja.Runtime, deadline time.Time, stop <-chan struct{}) {
+	base := heapBytes()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	tick := time.NewTicker(heapSampleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-timer.C:
+			vm.Interrupt(errDeadline)
+			return
+		case <-tick.C:
+			if heapBytes()-base > s.limits.MaxHeapGrowth {
+				vm.Interrupt(errHeap)
+				return
+			}
+		}
+	}
+}
+
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+var samplePool = sync.Pool{New: func() any { return []metrics.Sample{{Name: heapMetric}} }}
+
+// heapBytes is the memory occupied by heap objects, live or not yet swept.
+func heapBytes() int64 {
+	s := samplePool.Get().([]metrics.Sample)
+	metrics.Read(s)
+	v := int64(s[0].Value.Uint64())
+	samplePool.Put(s)
+	return v
+}
+
+// errorFrom turns what goja returned into a *Error.
+func errorFrom(err error) error {
+	var intr *goja.InterruptedError
+	if errors.As(err, &intr) {
+		if e, ok := intr.Value().(*Error); ok {
+			c := *e
+			return &c
+		}
+		return errDeadline
+	}
+	var so *goja.StackOverflowError
+	if errors.As(err, &so) {
+		return &Error{Kind: KindException, Message: "maximum call stack size exceeded"}
+	}
+	var ex *goja.Exception
+	if errors.As(err, &ex) {
+		e := &Error{Kind: KindException, Message: ex.Value().String()}
+		if e.Message == "" || e.Message == "undefined" {
+			e.Message = "the transformation threw"
+		}
+		for _, f := range ex.Stack() {
+			pos := f.Position()
+			if pos.Line > 0 {
+				e.Line, e.Column = pos.Line, pos.Column
+				break
+			}
+		}
+		if isGuardError(ex) {
+			e.Kind = KindMemory
+		}
+		return e
+	}
+	return &Error{Kind: KindException, Message: err.Error()}
+}

@@ -1,0 +1,262 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func run(t *testing.T, sb *Sandbox, code, input string) (map[string]any, error) {
+	t.Helper()
+	out, err := sb.Run(context.Background(), code, []byte(input))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(out, &m), "%s", out)
+	return m, nil
+}
+
+func requireKind(t *testing.T, err error, kind string) *Error {
+	t.Helper()
+	require.Error(t, err)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, kind, e.Kind, "%v", err)
+	return e
+}
+
+func TestRunReturnsValueOrMutatedCopy(t *testing.T) {
+	sb := New(Limits{})
+	out, err := run(t, sb, `function transform(data) { return {n: data.n + 1, tags: data.tags.concat(["x"])} }`, `{"n": 1, "tags": ["a"]}`)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"n": 2.0, "tags": []any{"a", "x"}}, out)
+
+	// undefined: the mutated copy.
+	out, err = run(t, sb, `function transform(data) { data.seen = true; delete data.secret; }`, `{"a": 1, "secret": "s"}`)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": 1.0, "seen": true}, out)
+
+	// const/let/arrow forms are found too.
+	out, err = run(t, sb, `const transform = (d) => ({...d, k: 1})`, `{"a": 1}`)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": 1.0, "k": 1.0}, out)
+}
+
+func TestRunExportsLikeJSONStringify(t *testing.T) {
+	sb := New(Limits{})
+	out, err := sb.Run(context.Background(), `function transform(d) {
+  return {u: undefined, f: function () {}, n: null, nan: NaN, inf: -Infinity, arr: [undefined, function () {}, 1.5],
+    date: new Date(0), big: 1e21, neg: -0, s: "a\"b\n<é>", nested: {x: [1, {y: 2}]}, boxed: new String("s"),
+    custom: {toJSON: function (k) { return "key:" + k }}}
+}`, []byte(`{}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":null,"nan":null,"inf":null,"arr":[null,null,1.5],"date":"1970-01-01T00:00:00.000Z",
+		"big":1e+21,"neg":0,"s":"a\"b\n<é>","nested":{"x":[1,{"y":2}]},"boxed":"s","custom":"key:custom"}`, string(out))
+
+	_, err = sb.Run(context.Background(), `function transform(d) { return {b: 10n} }`, []byte(`{}`))
+	requireKind(t, err, KindException)
+}
+
+func TestRunRejectsNonObjectResults(t *testing.T) {
+	sb := New(Limits{})
+	for code, got := range map[string]string{
+		`function transform(d) { return 42 }`:             "a number",
+		`function transform(d) { return "x" }`:            "a string",
+		`function transform(d) { return null }`:           "null",
+		`function transform(d) { return [d] }`:            "an array",
+		`function transform(d) { return function () {} }`: "a function",
+	} {
+		_, err := sb.Run(context.Background(), code, []byte(`{}`))
+		e := requireKind(t, err, KindOutput)
+		require.Contains(t, e.Message, got, code)
+	}
+}
+
+func TestIsolation(t *testing.T) {
+	sb := New(Limits{})
+	out, err := run(t, sb, `function transform(d) {
+  var g = (function () { return this })();
+  var names = Object.getOwnPropertyNames(globalThis).filter(function (n) { return typeof globalThis[n] !== "undefined" });
+  return {require: typeof require, console: typeof console, setTimeout: typeof setTimeout, setInterval: typeof setInterval,
+    process: typeof process, Uint8Array: typeof Uint8Array, ArrayBuffer: typeof ArrayBuffer, fetch: typeof fetch, module: typeof module, exports: typeof exports, XMLHttpRequest: typeof XMLHttpRequest,
+    same: g === globalThis, names: names}
+}`, `{}`)
+	require.NoError(t, err)
+	for _, k := range []string{"require", "console", "setTimeout", "setInterval", "process", "fetch", "module", "exports", "XMLHttpRequest", "Uint8Array", "ArrayBuffer"} {
+		require.Equal(t, "undefined", out[k], k)
+	}
+	// Only ECMAScript built-ins on the global object.
+	allowed := map[string]bool{}
+	for _, n := range strings.Fields(`Object Function Array String Number BigInt RegExp Date Boolean Proxy Reflect Error AggregateError
+		TypeError ReferenceError SyntaxError RangeError EvalError URIError GoError eval Math JSON Symbol WeakSet WeakMap Map Set Promise globalThis NaN undefined Infinity isNaN parseInt parseFloat isFinite
+		decodeURI decodeURIComponent encodeURI encodeURIComponent escape unescape transform`) {
+		allowed[n] = true
+	}
+	for _, n := range out["names"].([]any) {
+		require.True(t, allowed[n.(string)], "unexpected global %v", n)
+	}
+
+	// Nothing survives from one run to the next.
+	code := `var counter = (typeof counter === "number" ? counter : 0); Object.prototype.polluted = 1;
+function transform(d) { counter++; globalThis.leak = (globalThis.leak || 0) + 1; return {counter: counter, leak: leak} }`
+	for range 2 {
+		out, err := run(t, sb, code, `{}`)
+		require.NoError(t, err)
+		require.Equal(t, map[string]any{"counter": 1.0, "leak": 1.0}, out)
+	}
+	// The input is a copy: the caller's bytes are untouched and a
+	// replaced JSON.parse does not see them.
+	in := []byte(`{"a": 1}`)
+	_, err = sb.Run(context.Background(), `JSON.parse = function () { return {hijacked: true} }; function transform(d) { d.a = 2; return d }`, in)
+	require.NoError(t, err)
+	require.Equal(t, `{"a": 1}`, string(in))
+}
+
+func TestCheck(t *testing.T) {
+	sb := New(Limits{})
+	ctx := context.Background()
+	require.NoError(t, sb.Check(ctx, "function transform(data) {\n  return data\n}"))
+
+	err := sb.Check(ctx, "function transform(data) {\n  return data +\n}\n")
+	e := requireKind(t, err, KindSyntax)
+	require.Equal(t, 3, e.Line, "%v", e)
+	require.NotZero(t, e.Column)
+
+	e = requireKind(t, sb.Check(ctx, "function transform(d) { let a = 1; let a = 2; }"), KindSyntax)
+	require.Equal(t, 1, e.Line)
+
+	e = requireKind(t, sb.Check(ctx, "function other(data) { return data }"), KindSyntax)
+	require.Contains(t, e.Message, "transform")
+	requireKind(t, sb.Check(ctx, "var transform = 5"), KindSyntax)
+	// A top level that throws or never ends cannot be saved.
+	requireKind(t, sb.Check(ctx, "throw new Error('boom'); function transform(d) {}"), KindSyntax)
+	requireKind(t, New(Limits{Timeout: 50 * time.Millisecond}).Check(ctx, "while (true) {} function transform(d) {}"), KindSyntax)
+	requireKind(t, New(Limits{MaxCodeBytes: 10}).Check(ctx, "function transform(d) {}"), KindSyntax)
+}
+
+func TestDeadline(t *testing.T) {
+	sb := New(Limits{Timeout: 100 * time.Millisecond})
+	start := time.Now()
+	_, err := sb.Run(context.Background(), `function transform(d) { while (true) {} }`, []byte(`{}`))
+	requireKind(t, err, KindTimeout)
+	require.Less(t, time.Since(start), time.Second)
+
+	// A top-level loop is interrupted too, and so is one in a callback.
+	_, err = sb.Run(context.Background(), `for (;;) {} function transform(d) {}`, []byte(`{}`))
+	requireKind(t, err, KindTimeout)
+	_, err = sb.Run(context.Background(), `function transform(d) { [1, 2].forEach(function () { for (;;) {} }) }`, []byte(`{}`))
+	requireKind(t, err, KindTimeout)
+
+	// Catastrophic regular expressions end (RE2 when the pattern allows,
+	// else regexp2's match timeout: no match).
+	start = time.Now()
+	out, err := run(t, New(Limits{}), `function transform(d) {
+  return {re2: /^(a+)+$/.test("a".repeat(40) + "b"), backref: /^(?=(a+))(a+)+\1$/.test("a".repeat(40) + "b")} }`, `{}`)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"re2": false, "backref": false}, out)
+	require.Less(t, time.Since(start), time.Second)
+
+	// The caller's context bounds the run as well.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = New(Limits{}).Run(ctx, `function transform(d) { while (true) {} }`, []byte(`{}`))
+	require.Error(t, err)
+}
+
+func TestCallStack(t *testing.T) {
+	sb := New(Limits{})
+	_, err := sb.Run(context.Background(), `function f(n) { return f(n + 1) } function transform(d) { f(0) }`, []byte(`{}`))
+	e := requireKind(t, err, KindException)
+	require.Contains(t, e.Message, "call stack")
+}
+
+func TestExceptions(t *testing.T) {
+	sb := New(Limits{})
+	_, err := sb.Run(context.Background(), "function transform(d) {\n  return d.missing.field\n}", []byte(`{}`))
+	e := requireKind(t, err, KindException)
+	require.Contains(t, e.Message, "TypeError")
+	require.Equal(t, 2, e.Line)
+}
+
+func TestSizes(t *testing.T) {
+	sb := New(Limits{MaxInputBytes: 100, MaxOutputBytes: 200, MaxDepth: 5})
+	ident := `function transform(d) { return d }`
+	_, err := sb.Run(context.Background(), ident, []byte(`{"a": "`+strings.Repeat("x", 200)+`"}`))
+	requireKind(t, err, KindInput)
+	_, err = sb.Run(context.Background(), ident, []byte(`{"a":{"a":{"a":{"a":{"a":{"a":1}}}}}}`))
+	requireKind(t, err, KindInput)
+	_, err = sb.Run(context.Background(), ident, []byte(`[1]`))
+	requireKind(t, err, KindInput)
+	_, err = sb.Run(context.Background(), ident, []byte(`{"a": `))
+	requireKind(t, err, KindInput)
+
+	_, err = sb.Run(context.Background(), `function transform(d) { return {s: "x".repeat(300)} }`, []byte(`{}`))
+	requireKind(t, err, KindOutputTooLarge)
+	// Deep and circular results are refused, not recursed into.
+	_, err = sb.Run(context.Background(), `function transform(d) { var o = {}; for (var i = 0; i < 100000; i++) o = {a: o}; return o }`, []byte(`{}`))
+	requireKind(t, err, KindOutputTooLarge)
+	_, err = sb.Run(context.Background(), `function transform(d) { d.self = d }`, []byte(`{}`))
+	requireKind(t, err, KindOutputTooLarge)
+	// A huge sparse array stops at the output cap.
+	_, err = sb.Run(context.Background(), `function transform(d) { var a = []; a.length = 4e9; return {a: a} }`, []byte(`{}`))
+	requireKind(t, err, KindOutputTooLarge)
+}
+
+func TestMemory(t *testing.T) {
+	sb := New(Limits{Timeout: 5 * time.Second, MaxHeapGrowth: 64 << 20})
+	for _, code := range []string{
+		`function transform(d) { let a = []; while (true) a.push(new Array(1e6).fill(0)) }`,
+		`function transform(d) { let a = []; while (true) a.push({x: "y".repeat(1000) + Math.random()}) }`,
+		`function transform(d) { let s = "x"; while (true) s += s }`,
+		`function transform(d) { let m = new Map(); for (let i = 0; ; i++) m.set(i, [i, i, i]) }`,
+	} {
+		start := time.Now()
+		_, err := sb.Run(context.Background(), code, []byte(`{}`))
+		e := requireKind(t, err, KindMemory)
+		require.Less(t, time.Since(start), 5*time.Second, code)
+		t.Logf("%s: %v in %v", code, e, time.Since(start))
+	}
+	// One-call amplifiers are refused before they allocate.
+	for _, code := range []string{
+		`function transform(d) { "x".repeat(1e9) }`,
+		`function transform(d) { "x".padStart(1e9) }`,
+		`function transform(d) { Array(1e9).fill(0) }`,
+		`function transform(d) { var a = []; a.length = 1e9; a.fill(0) }`,
+		`function transform(d) { var a = []; a.length = 1e9; a.join("x") }`,
+		`function transform(d) { Array.from({length: 1e9}) }`,
+		`function transform(d) { new Array(1e5).join("x".repeat(1000)) }`,
+	} {
+		start := time.Now()
+		_, err := sb.Run(context.Background(), code, []byte(`{}`))
+		e := requireKind(t, err, KindMemory)
+		require.Contains(t, e.Message, "sandbox limit", code)
+		require.Less(t, time.Since(start), time.Second, code)
+	}
+	// Ordinary array and string work still passes the guards.
+	out, err := run(t, sb, `function transform(d) {
+  var a = new Array(3).fill(1), b = Array.from([1, 2]), c = Array(2), big = new Array(1e9);
+  return {a: a, b: b.map(function (x) { return x * 2 }), c: c.length, big: big.length, isArr: Array.isArray(a),
+    inst: a instanceof Array, ctor: a.constructor === Array, s: "ab".repeat(2).padStart(6, "-"), j: [1, 2].join("+")}
+}`, `{}`)
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"a": []any{1.0, 1.0, 1.0}, "b": []any{2.0, 4.0}, "c": 2.0, "big": 1e9, "isArr": true,
+		"inst": true, "ctor": true, "s": "--abab", "j": "1+2"}, out)
+}
+
+func TestCompiledOncePerVersion(t *testing.T) {
+	sb := New(Limits{})
+	code := `function transform(d) { return d }`
+	p1, err := sb.compile(code)
+	require.NoError(t, err)
+	p2, err := sb.compile(code)
+	require.NoError(t, err)
+	require.Same(t, p1, p2)
+	p3, err := sb.compile(code + " ")
+	require.NoError(t, err)
+	require.NotSame(t, p1, p3)
+}
