@@ -20,6 +20,7 @@ import (
 	"github.com/fos-dev/fos/email"
 	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
+	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
@@ -67,6 +68,8 @@ type Deps struct {
 	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
 	// its key unrenewed (0: store.DefaultIdempotencyLease).
 	IdempotencyLease time.Duration
+	// Sandbox runs transformation code (nil: sandbox defaults).
+	Sandbox *sandbox.Sandbox
 }
 
 // Server holds the handlers' dependencies.
@@ -98,6 +101,7 @@ type Server struct {
 	limits           *limiters
 	// idempotencyLease: see Deps.IdempotencyLease.
 	idempotencyLease time.Duration
+	sandbox          *sandbox.Sandbox
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -117,6 +121,7 @@ func NewRouter(d Deps) http.Handler {
 		s.bulkTaskQueue = s.taskQueue
 	}
 	s.rateTimeout = d.RateTimeout
+	s.sandbox = d.Sandbox
 	if s.rateTimeout <= 0 {
 		s.rateTimeout = rating.DefaultTimeout
 	}
@@ -167,6 +172,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountRateComparisons(r)
 			s.mountConditionSets(r)
 			s.mountSplitRules(r)
+			s.mountTransformations(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.

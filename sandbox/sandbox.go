@@ -121,14 +121,14 @@ func (l Limits) withDefaults() Limits {
 
 // Error kinds.
 const (
-	KindSyntax         = "syntax"          // the code does not compile or defines no transform function
-	KindInput          = "invalid_input"   // the input is not a JSON object within the limits
-	KindTimeout        = "timeout"         // the deadline passed
-	KindMemory         = "memory"          // the heap grew past the cap, or a guarded built-in refused
-	KindException      = "exception"       // the script threw
-	KindOutput         = "invalid_output"  // the result is not a plain object
+	KindSyntax         = "syntax"           // the code does not compile or defines no transform function
+	KindInput          = "invalid_input"    // the input is not a JSON object within the limits
+	KindTimeout        = "timeout"          // the deadline passed
+	KindMemory         = "memory"           // the heap grew past the cap, or a guarded built-in refused
+	KindException      = "exception"        // the script threw
+	KindOutput         = "invalid_output"   // the result is not a plain object
 	KindOutputTooLarge = "output_too_large" // the result exceeds MaxOutputBytes or MaxDepth
-	KindCanceled       = "canceled"        // the caller's context ended first
+	KindCanceled       = "canceled"         // the caller's context ended first
 )
 
 // Error is a failed check or run. Line and Column (1-based) are set when
