@@ -1,0 +1,151 @@
+package transforms_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/sandbox"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
+	"github.com/fos-dev/fos/transforms"
+)
+
+func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+
+type fixture struct {
+	t       *testing.T
+	s       *store.Store
+	org     uuid.UUID
+	bridge  uuid.UUID
+	bridge2 uuid.UUID
+}
+
+func newFixture(t *testing.T) *fixture {
+	s := storetest.New(t)
+	ctx := t.Context()
+	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "t" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "T"})
+	require.NoError(t, err)
+	org, err := store.CreateOrganization(ctx, s, "Transforms "+u.Email, u.ID)
+	require.NoError(t, err)
+	box, err := secrets.NewBox(secrets.NewKey())
+	require.NoError(t, err)
+	mk := func() uuid.UUID {
+		id := uuid.New()
+		cfg, creds, err := store.SplitBridgeConfig(box, store.BridgeCredentialsAD(org.ID, id), platforms.TypeStorefrontA,
+			map[string]any{"shopDomain": "a.example.com", "accessToken": "tok"})
+		require.NoError(t, err)
+		_, err = store.CreateBridge(ctx, s.Pool, store.Bridge{ID: id, OrganizationID: org.ID, Type: platforms.TypeStorefrontA, Name: "b", Config: cfg, Credentials: creds})
+		require.NoError(t, err)
+		return id
+	}
+	return &fixture{t: t, s: s, org: org.ID, bridge: mk(), bridge2: mk()}
+}
+
+func (f *fixture) add(name, trigger string, bridge *uuid.UUID, prio int, active bool, code string) store.Transformation {
+	f.t.Helper()
+	tr, err := store.CreateTransformation(f.t.Context(), f.s.Pool, store.Transformation{ID: uuid.New(), OrganizationID: f.org,
+		Name: name, TriggerPoint: trigger, BridgeID: bridge, Code: code, IsActive: active, Priority: prio})
+	require.NoError(f.t, err)
+	return tr
+}
+
+func appendStep(step string) string {
+	return `function transform(d) { d.steps = (d.steps || []).concat(["` + step + `"]); return d }`
+}
+
+func TestApplyOrderAndScope(t *testing.T) {
+	f := newFixture(t)
+	svc := transforms.New(f.s.Pool, nil)
+	ctx := t.Context()
+
+	f.add("global low", transforms.AfterSync, nil, 1, true, appendStep("global-low"))
+	f.add("bridge high", transforms.AfterSync, &f.bridge, 900, true, appendStep("bridge-high"))
+	f.add("global mid", transforms.AfterSync, nil, 50, true, appendStep("global-mid"))
+	f.add("other bridge", transforms.AfterSync, &f.bridge2, 1000, true, appendStep("other"))
+	f.add("inactive", transforms.AfterSync, nil, 999, false, appendStep("inactive"))
+	f.add("before", transforms.BeforeSync, nil, 999, true, appendStep("before"))
+
+	out, results, err := svc.Apply(ctx, f.org, &f.bridge, transforms.AfterSync, []byte(`{"id": 1}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"id": 1, "steps": ["bridge-high", "global-mid", "global-low"]}`, string(out))
+	require.Len(t, results, 3)
+	for _, r := range results {
+		require.True(t, r.Success)
+		require.GreaterOrEqual(t, r.DurationMS, 0.0)
+	}
+	require.Equal(t, "bridge high", results[0].Name)
+
+	// No bridge: global ones only. Another organization: nothing.
+	out, _, err = svc.Apply(ctx, f.org, nil, transforms.AfterSync, []byte(`{}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"steps": ["global-mid", "global-low"]}`, string(out))
+	out, results, err = svc.Apply(ctx, uuid.New(), &f.bridge, transforms.AfterSync, []byte(`{"a": 1}`))
+	require.NoError(t, err)
+	require.Empty(t, results)
+	require.JSONEq(t, `{"a": 1}`, string(out))
+}
+
+func TestApplyFailureLeavesDataUntouched(t *testing.T) {
+	f := newFixture(t)
+	svc := transforms.New(f.s.Pool, sandbox.New(sandbox.Limits{Timeout: 100 * time.Millisecond}))
+	ctx := t.Context()
+	f.add("first", transforms.BeforeOperation, nil, 10, true, appendStep("first"))
+	bad := f.add("broken", transforms.BeforeOperation, nil, 5, true, `function transform(d) { while (true) {} }`)
+	f.add("never", transforms.BeforeOperation, nil, 1, true, appendStep("never"))
+
+	in := []byte(`{"n": 1}`)
+	out, results, err := svc.Apply(ctx, f.org, &f.bridge, transforms.BeforeOperation, in)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n": 1}`, string(out))
+	require.Len(t, results, 2)
+	require.True(t, results[0].Success)
+	failed := transforms.Failed(results)
+	require.NotNil(t, failed)
+	require.Equal(t, bad.ID, failed.TransformationID)
+	require.Contains(t, failed.Error, "deadline")
+
+	// ApplyValue with Go values: a failure gives back the input.
+	type order struct {
+		N     int      `json:"n"`
+		Steps []string `json:"steps"`
+	}
+	var got order
+	results, err = transforms.ApplyValue(ctx, svc, f.org, &f.bridge, transforms.BeforeOperation, order{N: 2}, &got)
+	require.NoError(t, err)
+	require.Equal(t, order{N: 2}, got)
+	require.NotNil(t, transforms.Failed(results))
+
+	// A result that does not fit the caller's type is a failure too.
+	f.add("shape", transforms.AfterOperation, nil, 1, true, `function transform(d) { d.n = "not a number" }`)
+	results, err = transforms.ApplyValue(ctx, svc, f.org, nil, transforms.AfterOperation, order{N: 3}, &got)
+	require.NoError(t, err)
+	require.Equal(t, order{N: 3}, got)
+	require.Contains(t, transforms.Failed(results).Error, "shape")
+}
+
+func TestApplyCanceledContext(t *testing.T) {
+	f := newFixture(t)
+	svc := transforms.New(f.s.Pool, nil)
+	f.add("loop", transforms.AfterSync, nil, 1, true, `function transform(d) { while (true) {} }`)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	out, _, err := svc.Apply(ctx, f.org, nil, transforms.AfterSync, []byte(`{"a": 1}`))
+	require.Error(t, err)
+	require.JSONEq(t, `{"a": 1}`, string(out))
+}
+
+func TestNoop(t *testing.T) {
+	var tr transforms.Transformer = transforms.Noop{}
+	out, res, err := tr.Apply(context.Background(), uuid.New(), nil, transforms.AfterSync, json.RawMessage(`{"x":1}`))
+	require.NoError(t, err)
+	require.Nil(t, res)
+	require.Equal(t, `{"x":1}`, string(out))
+}
