@@ -357,13 +357,17 @@ func (s *Sandbox) exec(ctx context.Context, prog *goja.Program, input []byte) ([
 	stop := make(chan struct{})
 	go func() {
 		defer func() { <-s.slots }()
+		defer close(stop)
 		defer func() {
 			if p := recover(); p != nil {
+				if err, ok := p.(error); ok {
+					done <- outcome{err: errorFrom(err)}
+					return
+				}
 				done <- outcome{err: &Error{Kind: KindException, Message: fmt.Sprint("the transformation failed: ", p)}}
 			}
 		}()
 		out, err := s.runIn(vm, prog, input)
-		close(stop)
 		done <- outcome{out, err}
 	}()
 	go s.watch(vm, deadline, stop)

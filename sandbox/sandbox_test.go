@@ -221,6 +221,20 @@ func TestMemory(t *testing.T) {
 		require.Less(t, time.Since(start), 5*time.Second, code)
 		t.Logf("%s: %v in %v", code, e, time.Since(start))
 	}
+	// Under the default limits, unbounded allocation ends in a failure
+	// (memory or deadline, whichever comes first) within the deadline.
+	def := New(Limits{})
+	for _, code := range []string{
+		`function transform(d) { let a = []; while (true) a.push(new Array(1e6)) }`,
+		`function transform(d) { let a = []; while (true) a.push("x".repeat(1e6) + a.length) }`,
+		`function transform(d) { return {s: "x".repeat(1e9)} }`,
+	} {
+		start := time.Now()
+		_, err := def.Run(context.Background(), code, []byte(`{}`))
+		require.True(t, IsKind(err, KindMemory) || IsKind(err, KindTimeout), "%s: %v", code, err)
+		require.Less(t, time.Since(start), 1200*time.Millisecond, code)
+	}
+
 	// One-call amplifiers are refused before they allocate.
 	for _, code := range []string{
 		`function transform(d) { "x".repeat(1e9) }`,
@@ -259,4 +273,36 @@ func TestCompiledOncePerVersion(t *testing.T) {
 	p3, err := sb.compile(code + " ")
 	require.NoError(t, err)
 	require.NotSame(t, p1, p3)
+}
+
+func TestConcurrentRuns(t *testing.T) {
+	sb := New(Limits{Timeout: 300 * time.Millisecond, MaxConcurrent: 3})
+	errs := make(chan error, 21)
+	go func() {
+		_, err := sb.Run(context.Background(), `function transform(d) { for (;;) {} }`, []byte(`{}`))
+		if !IsKind(err, KindTimeout) {
+			errs <- err
+			return
+		}
+		errs <- nil
+	}()
+	for i := range 20 {
+		go func() {
+			code := `function transform(d) { return {i: d.i * 2} }`
+			if i%2 == 0 {
+				code = `const transform = (d) => ({i: d.i + d.i})` // another version
+			}
+			out, err := sb.Run(context.Background(), code, []byte(`{"i": `+strings.Repeat("1", 1+i%3)+`}`))
+			if err == nil {
+				var m map[string]float64
+				if err = json.Unmarshal(out, &m); err == nil && m["i"] != 2*map[int]float64{0: 1, 1: 11, 2: 111}[i%3] {
+					err = &Error{Message: "wrong result " + string(out)}
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 21 {
+		require.NoError(t, <-errs)
+	}
 }
