@@ -306,3 +306,15 @@ func TestConcurrentRuns(t *testing.T) {
 		require.NoError(t, <-errs)
 	}
 }
+
+func TestExportRunsUnderTheWatchdog(t *testing.T) {
+	sb := New(Limits{Timeout: 200 * time.Millisecond})
+	_, err := sb.Run(context.Background(), `function transform(d) { return {get x() { throw new Error("getter") }} }`, []byte(`{}`))
+	e := requireKind(t, err, KindException)
+	require.Contains(t, e.Message, "getter")
+	_, err = sb.Run(context.Background(), `function transform(d) { return {x: {toJSON: function () { for (;;) {} }}} }`, []byte(`{}`))
+	requireKind(t, err, KindTimeout)
+	_, err = sb.Run(context.Background(), `function transform(d) {
+  return new Proxy({}, {ownKeys: function () { throw new Error("trap") }}) }`, []byte(`{}`))
+	requireKind(t, err, KindException)
+}
