@@ -3,6 +3,22 @@
 // priority order (higher first), each fed the previous one's output. It
 // runs tenant JavaScript (package sandbox) and reads the database, so call
 // it from an activity, never from workflow code.
+//
+// How the sync and webhook activities use it (one Service per worker,
+// shared; it is safe for concurrent use):
+//
+//	tf := transforms.New(pool, nil) // nil: sandbox.Limits defaults (1 s)
+//	// before_sync: each incoming order, as JSON, before it is stored
+//	out, results, err := tf.Apply(ctx, orgID, &bridgeID, transforms.BeforeSync, orderJSON)
+//	// err: the transformations could not be loaded (retry the activity);
+//	// out is orderJSON itself when one failed: store it as it came and
+//	// record the failure:
+//	if f := transforms.Failed(results); f != nil { /* execution output/error: f.Name, f.Error */ }
+//	// after_sync: the stored order, after the import; write back out if it differs.
+//
+// transforms.ApplyValue does the same for a Go value (encode, apply,
+// decode into the caller's type). transforms.Noop is the Transformer for
+// code that has none.
 package transforms
 
 import (
