@@ -24,18 +24,20 @@
 //   - Size: the code, the input (bytes and nesting) and the output (bytes and
 //     nesting) are capped; an oversized input is refused before any code runs.
 //   - Memory: goja has no memory limit. The watchdog samples the process's
-//     heap (runtime/metrics, no stop-the-world) and interrupts a run whose
-//     heap growth passes MaxHeapGrowth; the built-ins that allocate a lot in
-//     one uninterruptible call are capped before they run: String repeat,
-//     padStart, padEnd and Array join (result length), every Array method and
-//     Array.from (array length), the Array constructor, ArrayBuffer and typed
-//     array constructors (length). The heap is shared by the whole process,
-//     so the growth seen by a run may include other runs' allocations (a
-//     concurrent runaway can fail an innocent run); at most MaxConcurrent
-//     runs execute at once. Not bounded before the fact: a single built-in
-//     call whose result is the product of two in-range sizes (for example a
-//     global replace with a long replacement over a long string); such a call
-//     is stopped right after it returns, when the heap check sees it.
+//     heap (runtime/metrics, no stop-the-world) every 2 ms of a run and
+//     interrupts a run whose heap growth passes MaxHeapGrowth. The built-ins
+//     that allocate or loop a lot in one uninterruptible call are capped
+//     before they run: String repeat, padStart and padEnd and Array join
+//     (result length), every Array method and Array.from (the length of the
+//     array or array-like they are given); ArrayBuffer, DataView and the
+//     typed arrays are removed (they allocate their whole size at once). The
+//     heap is shared by the whole process, so the growth seen by a run may
+//     include other runs' allocations (a concurrent runaway can fail an
+//     innocent run); at most MaxConcurrent runs execute at once. Not bounded
+//     before the fact: a single built-in call whose result is the product of
+//     two in-range sizes (a global replace with a long replacement over a
+//     long string); such a call is stopped right after it returns, when the
+//     heap check sees it, or answered at the deadline.
 package sandbox
 
 import (
@@ -354,10 +356,10 @@ func (s *Sandbox) exec(ctx context.Context, prog *goja.Program, input []byte) ([
 
 	vm := goja.New()
 	done := make(chan outcome, 1)
-	stop := make(chan struct{})
+	disarm := s.watch(vm, deadline)
 	go func() {
 		defer func() { <-s.slots }()
-		defer close(stop)
+		defer disarm()
 		defer func() {
 			if p := recover(); p != nil {
 				if err, ok := p.(error); ok {
@@ -370,8 +372,6 @@ func (s *Sandbox) exec(ctx context.Context, prog *goja.Program, input []byte) ([
 		out, err := s.runIn(vm, prog, input)
 		done <- outcome{out, err}
 	}()
-	go s.watch(vm, deadline, stop)
-
 	select {
 	case o := <-done:
 		return o.out, o.err
@@ -393,27 +393,36 @@ func (s *Sandbox) exec(ctx context.Context, prog *goja.Program, input []byte) ([
 // heapSampleEvery is the watchdog's sampling period.
 const heapSampleEvery = 2 * time.Millisecond
 
-// watch interrupts vm at the deadline or when the heap grows past the cap,
-// until stop is closed.
-func (s *Sandbox) watch(vm *goja.Runtime, deadline time.Time, stop <-chan struct{}) {
+// watch arms the watchdog: vm is interrupted at the deadline, or once the
+// heap has grown past the cap (sampled every heapSampleEvery after the run
+// has lasted that long: a short run costs two timers, no goroutine). The
+// returned func disarms it.
+func (s *Sandbox) watch(vm *goja.Runtime, deadline time.Time) (disarm func()) {
 	base := heapBytes()
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	tick := time.NewTicker(heapSampleEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case <-stop:
+	var mu sync.Mutex
+	stopped := false
+	mu.Lock()
+	defer mu.Unlock()
+	atDeadline := time.AfterFunc(time.Until(deadline), func() { vm.Interrupt(errDeadline) })
+	var sample *time.Timer
+	sample = time.AfterFunc(heapSampleEvery, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
 			return
-		case <-timer.C:
-			vm.Interrupt(errDeadline)
-			return
-		case <-tick.C:
-			if heapBytes()-base > s.limits.MaxHeapGrowth {
-				vm.Interrupt(errHeap)
-				return
-			}
 		}
+		if heapBytes()-base > s.limits.MaxHeapGrowth {
+			vm.Interrupt(errHeap)
+			return
+		}
+		sample.Reset(heapSampleEvery)
+	})
+	return func() {
+		mu.Lock()
+		stopped = true
+		mu.Unlock()
+		atDeadline.Stop()
+		sample.Stop()
 	}
 }
 
