@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -47,6 +48,9 @@ func (s *Sandbox) harden(vm *goja.Runtime) {
 	lenOf := func(v goja.Value) int64 {
 		o, ok := v.(*goja.Object)
 		if !ok {
+			if v != nil && v.ExportType() != nil && v.ExportType().Kind() == reflect.String {
+				return int64(len(v.String())) // an upper bound of its UTF-16 length
+			}
 			return 0
 		}
 		l := o.Get("length")
@@ -122,6 +126,16 @@ func (s *Sandbox) harden(vm *goja.Runtime) {
 	}
 	wrap(sp, "padStart", pad)
 	wrap(sp, "padEnd", pad)
+	// split gives up to one element per character.
+	wrap(sp, "split", func(call goja.FunctionCall) {
+		n := int64(len(call.This.String()))
+		if l := call.Argument(1); !goja.IsUndefined(l) && l.ToFloat() >= 0 && l.ToFloat() < float64(n) {
+			n = int64(l.ToFloat())
+		}
+		if n > maxArr {
+			fail("array length", n, maxArr)
+		}
+	})
 }
 
 // lookupSource finds the transform function, declared with function, var,

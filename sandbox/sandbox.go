@@ -27,9 +27,9 @@
 //     heap (runtime/metrics, no stop-the-world) every 2 ms of a run and
 //     interrupts a run whose heap growth passes MaxHeapGrowth. The built-ins
 //     that allocate or loop a lot in one uninterruptible call are capped
-//     before they run: String repeat, padStart and padEnd and Array join
-//     (result length), every Array method and Array.from (the length of the
-//     array or array-like they are given); ArrayBuffer, DataView and the
+//     before they run: String repeat, padStart, padEnd and split and Array
+//     join (result length), every Array method and Array.from (the length of
+//     the array, array-like or string they are given); ArrayBuffer, DataView and the
 //     typed arrays are removed (they allocate their whole size at once). The
 //     heap is shared by the whole process, so the growth seen by a run may
 //     include other runs' allocations (a concurrent runaway can fail an
@@ -75,9 +75,9 @@ type Limits struct {
 	// interrupted (default 256 MiB).
 	MaxHeapGrowth int64
 	// MaxStringLength caps the strings the guarded built-ins build (default
-	// 8 Mi characters); MaxArrayLength the arrays they take or build
-	// (default 1,000,000 elements; typed arrays: elements, ArrayBuffer: bytes
-	// up to 8 × this).
+	// 2 Mi characters: more than any input or output may hold);
+	// MaxArrayLength the arrays and array-likes they take or build (default
+	// 1,000,000 elements).
 	MaxStringLength int
 	MaxArrayLength  int
 	// MaxConcurrent runs execute at once (default 2 × GOMAXPROCS); the
@@ -94,7 +94,7 @@ const (
 	DefaultMaxDepth        = 64
 	DefaultMaxCallStack    = 1000
 	DefaultMaxHeapGrowth   = 256 << 20
-	DefaultMaxStringLength = 8 << 20
+	DefaultMaxStringLength = 2 << 20
 	DefaultMaxArrayLength  = 1_000_000
 )
 

@@ -244,6 +244,8 @@ func TestMemory(t *testing.T) {
 		`function transform(d) { var a = []; a.length = 1e9; a.join("x") }`,
 		`function transform(d) { Array.from({length: 1e9}) }`,
 		`function transform(d) { new Array(1e5).join("x".repeat(1000)) }`,
+		`function transform(d) { "x".repeat(2e6).split("") }`,
+		`function transform(d) { Array.from("x".repeat(2e6)) }`,
 	} {
 		start := time.Now()
 		_, err := sb.Run(context.Background(), code, []byte(`{}`))
@@ -255,11 +257,11 @@ func TestMemory(t *testing.T) {
 	out, err := run(t, sb, `function transform(d) {
   var a = new Array(3).fill(1), b = Array.from([1, 2]), c = Array(2), big = new Array(1e9);
   return {a: a, b: b.map(function (x) { return x * 2 }), c: c.length, big: big.length, isArr: Array.isArray(a),
-    inst: a instanceof Array, ctor: a.constructor === Array, s: "ab".repeat(2).padStart(6, "-"), j: [1, 2].join("+")}
+    inst: a instanceof Array, ctor: a.constructor === Array, s: "ab".repeat(2).padStart(6, "-"), j: [1, 2].join("+"), sp: "a,b,c".split(",", 2), head: "x".repeat(2e6).split("x", 1)}
 }`, `{}`)
 	require.NoError(t, err)
 	require.Equal(t, map[string]any{"a": []any{1.0, 1.0, 1.0}, "b": []any{2.0, 4.0}, "c": 2.0, "big": 1e9, "isArr": true,
-		"inst": true, "ctor": true, "s": "--abab", "j": "1+2"}, out)
+		"inst": true, "ctor": true, "s": "--abab", "j": "1+2", "sp": []any{"a", "b"}, "head": []any{""}}, out)
 }
 
 func TestCompiledOncePerVersion(t *testing.T) {
