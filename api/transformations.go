@@ -141,8 +141,11 @@ func (s *Server) transformationCode(f bodyFields, required bool) *string {
 // its top level fails, or it defines no transform function (CONTRACT 8a).
 func (s *Server) checkCode(ctx context.Context, code string) error {
 	err := s.sandbox.Check(ctx, code)
-	if err == nil || sandbox.IsKind(err, sandbox.KindCanceled) {
-		return err
+	switch {
+	case err == nil:
+		return nil
+	case sandbox.IsKind(err, sandbox.KindCanceled):
+		return context.Cause(ctx) // the client went away
 	}
 	return invalidJavaScript(err)
 }
@@ -345,7 +348,7 @@ func (s *Server) runTest(w http.ResponseWriter, r *http.Request, code string, sa
 	case sandbox.IsKind(err, sandbox.KindInput):
 		return errValidation(FieldError{Field: "sampleData", Message: err.Error()})
 	case sandbox.IsKind(err, sandbox.KindCanceled):
-		return err
+		return context.Cause(r.Context()) // the client went away
 	default:
 		msg := err.Error()
 		res.Error = &msg
