@@ -145,13 +145,22 @@ func (s *Server) checkCode(ctx context.Context, code string) error {
 	case err == nil:
 		return nil
 	case sandbox.IsKind(err, sandbox.KindCanceled):
-		return context.Cause(ctx) // the client went away
+		return canceled(ctx, err)
 	}
 	return invalidJavaScript(err)
 }
 
 // invalidJavaScript is 400 invalid_javascript; the message and the detail
 // of field code start with "line L, column C:" when the place is known.
+// canceled is the request context's error (the client went away: nothing
+// is answered), or err.
+func canceled(ctx context.Context, err error) error {
+	if c := ctx.Err(); c != nil {
+		return c
+	}
+	return err
+}
+
 func invalidJavaScript(err error) error {
 	var e *sandbox.Error
 	if !errors.As(err, &e) {
@@ -348,7 +357,7 @@ func (s *Server) runTest(w http.ResponseWriter, r *http.Request, code string, sa
 	case sandbox.IsKind(err, sandbox.KindInput):
 		return errValidation(FieldError{Field: "sampleData", Message: err.Error()})
 	case sandbox.IsKind(err, sandbox.KindCanceled):
-		return context.Cause(r.Context()) // the client went away
+		return canceled(r.Context(), err)
 	default:
 		msg := err.Error()
 		res.Error = &msg
