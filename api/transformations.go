@@ -150,8 +150,6 @@ func (s *Server) checkCode(ctx context.Context, code string) error {
 	return invalidJavaScript(err)
 }
 
-// invalidJavaScript is 400 invalid_javascript; the message and the detail
-// of field code start with "line L, column C:" when the place is known.
 // canceled is the request context's error (the client went away: nothing
 // is answered), or err.
 func canceled(ctx context.Context, err error) error {
@@ -161,6 +159,8 @@ func canceled(ctx context.Context, err error) error {
 	return err
 }
 
+// invalidJavaScript is 400 invalid_javascript; the message and the detail
+// of field code start with "line L, column C:" when the place is known.
 func invalidJavaScript(err error) error {
 	var e *sandbox.Error
 	if !errors.As(err, &e) {
