@@ -176,17 +176,16 @@ func invalidJavaScript(err error) error {
 
 // bridgeOfOrg checks that a bridge id names a bridge of the organization;
 // another organization's bridge is answered like an unknown one.
-func (s *Server) bridgeOfOrg(ctx context.Context, v *validator, orgID uuid.UUID, id *uuid.UUID) {
+func (s *Server) bridgeOfOrg(ctx context.Context, v *validator, orgID uuid.UUID, id *uuid.UUID) error {
 	if id == nil {
-		return
+		return nil
 	}
-	if _, err := store.BridgeByID(ctx, s.store.Pool, orgID, *id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			v.add("bridgeId", "must be a bridge of this organization")
-			return
-		}
-		v.add("bridgeId", "could not be checked")
+	_, err := store.BridgeByID(ctx, s.store.Pool, orgID, *id)
+	if errors.Is(err, store.ErrNotFound) {
+		v.add("bridgeId", "must be a bridge of this organization")
+		return nil
 	}
+	return err
 }
 
 // uuidField reads an optional UUID string.
@@ -223,7 +222,9 @@ func (s *Server) createTransformation(w http.ResponseWriter, r *http.Request) er
 	if n := f.number("priority", false, 0, transformationPrioMax, true); n != nil {
 		t.Priority = int(*n)
 	}
-	s.bridgeOfOrg(r.Context(), &v, orgID, t.BridgeID)
+	if err := s.bridgeOfOrg(r.Context(), &v, orgID, t.BridgeID); err != nil {
+		return err
+	}
 	if err := v.err(); err != nil {
 		return err
 	}
@@ -277,7 +278,9 @@ func (s *Server) updateTransformation(w http.ResponseWriter, r *http.Request) er
 	if sent("bridgeId") {
 		p.BridgeID = uuidField(f, "bridgeId")
 		p.ClearBridge = p.BridgeID == nil && v.ok()
-		s.bridgeOfOrg(r.Context(), &v, orgID, p.BridgeID)
+		if err := s.bridgeOfOrg(r.Context(), &v, orgID, p.BridgeID); err != nil {
+			return err
+		}
 	}
 	if sent("code") {
 		p.Code = s.transformationCode(f, true)
