@@ -12,9 +12,9 @@ import (
 const guardPrefix = "sandbox limit: "
 
 // removedGlobals are not given to scripts: binary buffers allocate their
-// whole size in one call goja cannot interrupt, and transformations work
-// on JSON data.
-var removedGlobals = []string{"ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array",
+// whole size in one call goja cannot interrupt, a chain of proxies recurses
+// in Go, and transformations work on plain JSON data.
+var removedGlobals = []string{"Proxy", "ArrayBuffer", "SharedArrayBuffer", "DataView", "Int8Array", "Uint8Array",
 	"Uint8ClampedArray", "Int16Array", "Uint16Array", "Int32Array", "Uint32Array", "Float32Array",
 	"Float64Array", "BigInt64Array", "BigUint64Array"}
 
@@ -38,13 +38,14 @@ func (s *Sandbox) harden(vm *goja.Runtime) {
 	}
 	maxArr, maxStr := int64(s.limits.MaxArrayLength), int64(s.limits.MaxStringLength)
 	rangeErr := vm.Get("RangeError")
-	fail := func(what string, n, limit int64) {
-		o, err := vm.New(rangeErr, vm.ToValue(fmt.Sprintf("%s%s %d exceeds %d", guardPrefix, what, n, limit)))
+	throw := func(msg string) {
+		o, err := vm.New(rangeErr, vm.ToValue(guardPrefix+msg))
 		if err != nil {
 			panic(err)
 		}
 		panic(o)
 	}
+	fail := func(what string, n, limit int64) { throw(fmt.Sprintf("%s %d exceeds %d", what, n, limit)) }
 	lenOf := func(v goja.Value) int64 {
 		o, ok := v.(*goja.Object)
 		if !ok {
@@ -76,20 +77,78 @@ func (s *Sandbox) harden(vm *goja.Runtime) {
 			}
 		}
 	}
-	wrap := func(obj *goja.Object, name string, check func(goja.FunctionCall)) {
-		orig, ok := goja.AssertFunction(obj.Get(name))
-		if !ok {
-			return
-		}
-		_ = obj.DefineDataProperty(name, vm.ToValue(func(call goja.FunctionCall) goja.Value {
+	// nesting counts wrapped calls in progress: a built-in that reaches
+	// another through JavaScript values (join calling an element's
+	// toString) recurses in Go, out of SetMaxCallStackSize's sight.
+	nesting, maxNesting := 0, s.limits.MaxCallStack
+	guarded := func(orig goja.Callable, check func(goja.FunctionCall)) func(goja.FunctionCall) goja.Value {
+		return func(call goja.FunctionCall) goja.Value {
 			check(call)
+			if nesting >= maxNesting {
+				fail("nesting of built-in calls", int64(nesting), int64(maxNesting))
+			}
+			nesting++
+			defer func() { nesting-- }()
 			v, err := orig(call.This, call.Arguments...)
 			if err != nil {
 				panic(err)
 			}
 			return v
-		}), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
 	}
+	wrap := func(obj *goja.Object, name string, check func(goja.FunctionCall)) {
+		orig, ok := goja.AssertFunction(obj.Get(name))
+		if !ok {
+			return
+		}
+		_ = obj.DefineDataProperty(name, vm.ToValue(guarded(orig, check)), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	wrapIterator := func(obj *goja.Object, check func(goja.FunctionCall)) {
+		orig, ok := goja.AssertFunction(obj.GetSymbol(goja.SymIterator))
+		if !ok {
+			return
+		}
+		_ = obj.DefineDataPropertySymbol(goja.SymIterator, vm.ToValue(guarded(orig, check)), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	// argList checks the array-like at index i, turned into an argument list
+	// in one go (apply, Reflect.apply, Reflect.construct).
+	argList := func(i int) func(goja.FunctionCall) {
+		return func(call goja.FunctionCall) {
+			if n := lenOf(call.Argument(i)); n > maxArr {
+				fail("argument list length", n, maxArr)
+			}
+		}
+	}
+	fp := vm.Get("Function").ToObject(vm).Get("prototype").ToObject(vm)
+	wrap(fp, "apply", argList(1))
+	reflect := vm.Get("Reflect").ToObject(vm)
+	wrap(reflect, "apply", argList(2))
+	wrap(reflect, "construct", argList(1))
+	js := vm.Get("JSON").ToObject(vm)
+	wrap(js, "parse", func(call goja.FunctionCall) {
+		if _, depth := jsonShape([]byte(call.Argument(0).String())); depth > maxNesting {
+			fail("JSON nesting", int64(depth), int64(maxNesting))
+		}
+	})
+	// JSON.stringify recurses in Go without a depth bound and walks sparse
+	// arrays to their length: a bounded dry run (the exporter of results)
+	// goes first.
+	wrap(js, "stringify", func(call goja.FunctionCall) {
+		x := &exporter{vm: vm, maxBytes: int(maxStr), maxDepth: maxNesting}
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					if tl, ok := p.(tooLarge); ok {
+						throw("JSON.stringify: " + tl.msg)
+					}
+					panic(p)
+				}
+			}()
+			if _, isFn := goja.AssertFunction(call.Argument(1)); !isFn {
+				x.write(x.resolve(call.Argument(0), ""), 0)
+			}
+		}()
+	})
 	ap := vm.Get("Array").ToObject(vm)
 	proto := ap.Get("prototype").ToObject(vm)
 	for _, m := range arrayMethods {
@@ -109,6 +168,8 @@ func (s *Sandbox) harden(vm *goja.Runtime) {
 		}
 	})
 	wrap(ap, "from", checkArrays)
+	// Spread, Array.from, Set and Map constructors iterate in Go.
+	wrapIterator(proto, checkArrays)
 
 	sp := vm.Get("String").ToObject(vm).Get("prototype").ToObject(vm)
 	wrap(sp, "repeat", func(call goja.FunctionCall) {
@@ -126,6 +187,11 @@ func (s *Sandbox) harden(vm *goja.Runtime) {
 	}
 	wrap(sp, "padStart", pad)
 	wrap(sp, "padEnd", pad)
+	wrapIterator(sp, func(call goja.FunctionCall) {
+		if n := lenOf(call.This); n > maxArr {
+			fail("string length to iterate", n, maxArr)
+		}
+	})
 	// split gives up to one element per character.
 	wrap(sp, "split", func(call goja.FunctionCall) {
 		n := int64(len(call.This.String()))

@@ -28,16 +28,22 @@
 //     interrupts a run whose heap growth passes MaxHeapGrowth. The built-ins
 //     that allocate or loop a lot in one uninterruptible call are capped
 //     before they run: String repeat, padStart, padEnd and split and Array
-//     join (result length), every Array method and Array.from (the length of
-//     the array, array-like or string they are given); ArrayBuffer, DataView and the
-//     typed arrays are removed (they allocate their whole size at once). The
-//     heap is shared by the whole process, so the growth seen by a run may
-//     include other runs' allocations (a concurrent runaway can fail an
-//     innocent run); at most MaxConcurrent runs execute at once. Not bounded
-//     before the fact: a single built-in call whose result is the product of
-//     two in-range sizes (a global replace with a long replacement over a
-//     long string); such a call is stopped right after it returns, when the
-//     heap check sees it, or answered at the deadline.
+//     join (result length), every Array method, Array.from, array and string
+//     iteration (spread, Set and Map constructors), Function.prototype.apply,
+//     Reflect.apply and Reflect.construct (the length of the array,
+//     array-like or string they are given); built-ins that recurse in Go
+//     stop at MaxCallStack levels (JSON.stringify, JSON.parse, nested join
+//     and toString); ArrayBuffer, DataView, the typed arrays (they allocate
+//     their whole size at once) and Proxy (a chain of proxies recurses in
+//     Go) are removed. The heap is shared by the whole process, so the
+//     growth seen by a run may include other runs' allocations (a concurrent
+//     runaway can fail an innocent run); at most MaxConcurrent runs execute
+//     at once. Not bounded before the fact: a single built-in call whose
+//     result is the product of two in-range sizes (a global replace with a
+//     long replacement over a long string); such a call is stopped right
+//     after it returns, when the heap check sees it, or answered at the
+//     deadline. Other deep recursion inside goja's built-ins that this list
+//     misses is the residual risk of running tenant code in-process.
 package sandbox
 
 import (
