@@ -34,6 +34,7 @@ type OrderBatch struct {
 // OrderBatchResult counts what UpsertOrderBatch did. Failed orders are
 // those it refused (no external id, a status the service does not know).
 type OrderBatchResult struct {
+	Fetched   int         `json:"fetched"`
 	Created   int         `json:"created"`
 	Updated   int         `json:"updated"`
 	Unchanged int         `json:"unchanged"`
@@ -137,7 +138,7 @@ SELECT id, inserted FROM changes`
 // recorded on every created or updated order, and b.Cursor (when set) is
 // advanced, all in one transaction. ErrNotFound when the bridge is gone.
 func UpsertOrderBatch(ctx context.Context, s *Store, b OrderBatch) (OrderBatchResult, error) {
-	res := OrderBatchResult{CreatedID: []uuid.UUID{}}
+	res := OrderBatchResult{Fetched: len(b.Orders), CreatedID: []uuid.UUID{}}
 	byExt := map[string]int{}
 	var rows []batchOrderRow
 	for _, o := range b.Orders {

@@ -192,8 +192,9 @@ type SyncLastPage struct {
 }
 
 // AdvanceSyncCursor records a stored page, inside the page's transaction.
-// On the last page (Next "") the high-water mark becomes since and the
-// paging state is cleared; since never moves backwards.
+// On the last page (Next "") the high-water mark becomes since, the
+// paging state is cleared and the bridge's last_sync_at moves; since never
+// moves backwards.
 func AdvanceSyncCursor(ctx context.Context, db DBTX, a SyncPageAdvance) error {
 	var hw *time.Time
 	if !a.HighWater.IsZero() {
@@ -223,5 +224,12 @@ ON CONFLICT (bridge_id, task_name) DO UPDATE SET
     run_high_water = CASE WHEN $4 <> '' THEN greatest(c.run_high_water, $6::timestamptz) END,
     last_page = $7,
     updated_at = now()`, a.BridgeID, a.Task, a.OrganizationID, a.Next, runSince, hw, last)
+	if err != nil || a.Next != "" {
+		return mapErr(err)
+	}
+	// The sync is complete: the bridge's lastSyncAt moves, and a reason
+	// for an earlier error is gone.
+	_, err = db.Exec(ctx, `UPDATE bridges SET last_sync_at = now(), last_error = NULL
+ WHERE organization_id = $1 AND id = $2`, a.OrganizationID, a.BridgeID)
 	return mapErr(err)
 }

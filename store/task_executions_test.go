@@ -60,7 +60,7 @@ func TestUpsertOrderBatchCountsAndActivities(t *testing.T) {
 
 	// Same data again: nothing changes and no activity is recorded.
 	res = batch(a, bb, c)
-	require.Equal(t, store.OrderBatchResult{Unchanged: 3, CreatedID: []uuid.UUID{}}, res)
+	require.Equal(t, store.OrderBatchResult{Fetched: 3, Unchanged: 3, CreatedID: []uuid.UUID{}}, res)
 
 	// One order changes status and tags.
 	c.Status = platforms.StatusShipped

@@ -15,6 +15,7 @@ import (
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/workflows"
@@ -29,7 +30,9 @@ type Deps struct {
 	Platforms *platforms.Registry
 	// Carriers maps carrier codes to carrier adapters.
 	Carriers *carriers.Registry
-	Logger   *slog.Logger
+	// OrderHooks runs for each order a bridge sync creates (nil: none).
+	OrderHooks rules.OrderHooks
+	Logger     *slog.Logger
 	// Options tunes the Temporal worker (zero value: SDK defaults).
 	Options sdkworker.Options
 	// Temporal and TaskQueue are the worker's client and queue, for the
@@ -71,6 +74,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerShipments(r, deps)
 	registerTracking(r, deps)
 	registerRateComparisons(r, deps)
+	registerBridgeTasks(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries

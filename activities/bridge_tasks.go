@@ -1,0 +1,644 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/rules"
+	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/store"
+)
+
+// Error types of the bridge task activities (besides the order ones:
+// ErrTypePlatformPermanent, ErrTypePlatformUnavailable,
+// ErrTypeBridgeUnavailable, ErrTypeInvalidInput).
+const (
+	// ErrTypeTaskNotSupported: the bridge's connector lacks the task's
+	// capability (or the task is unknown).
+	ErrTypeTaskNotSupported = "TaskNotSupported"
+	// ErrTypeTaskFinished: the execution was already recorded finished.
+	ErrTypeTaskFinished = "TaskFinished"
+	// ErrTypeTaskNotFound: the execution does not exist.
+	ErrTypeTaskNotFound = "TaskNotFound"
+)
+
+// PermanentTaskErrorTypes are the non-retryable error types of the bridge
+// task activities, for retry policies.
+var PermanentTaskErrorTypes = []string{
+	ErrTypePlatformPermanent, ErrTypeBridgeUnavailable, ErrTypeInvalidInput,
+	ErrTypeTaskNotSupported, ErrTypeTaskFinished, ErrTypeTaskNotFound,
+}
+
+// BridgeTaskActorName is the actor of the order activities a sync records.
+const BridgeTaskActorName = "bridge task"
+
+// BridgeTaskActivities are the activities of the BridgeTask workflow.
+type BridgeTaskActivities struct {
+	Store     *store.Store
+	Secrets   *secrets.Box
+	Platforms *platforms.Registry
+	// OrderHooks runs for each order a sync creates (nil: rules.Noop). A
+	// page stored by an attempt whose answer was lost calls it again for
+	// that page's orders: hooks are idempotent.
+	OrderHooks rules.OrderHooks
+	Logger     *slog.Logger
+	// Describe returns the status of a workflow's latest run (nil: the
+	// activity's Temporal client; tests replace it). A missing workflow is
+	// a *serviceerror.NotFound.
+	Describe func(ctx context.Context, workflowID string) (enumspb.WorkflowExecutionStatus, error)
+}
+
+// ---- start and finish ----
+
+// StartBridgeTaskInput is the input of StartBridgeTask.
+type StartBridgeTaskInput struct {
+	OrganizationID  string `json:"organizationId"`
+	TaskExecutionID string `json:"taskExecutionId"`
+}
+
+// StartBridgeTaskResult is the result of StartBridgeTask.
+type StartBridgeTaskResult struct {
+	BridgeID string `json:"bridgeId"`
+	TaskName string `json:"taskName"`
+}
+
+// StartBridgeTask marks the execution running (idempotent).
+func (a *BridgeTaskActivities) StartBridgeTask(ctx context.Context, in StartBridgeTaskInput) (StartBridgeTaskResult, error) {
+	orgID, execID, err := parseTaskIDs(in.OrganizationID, in.TaskExecutionID)
+	if err != nil {
+		return StartBridgeTaskResult{}, err
+	}
+	e, err := store.StartTaskExecution(ctx, a.Store.Pool, orgID, execID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return StartBridgeTaskResult{}, temporal.NewNonRetryableApplicationError("task execution "+in.TaskExecutionID+" not found", ErrTypeTaskNotFound, nil)
+	case errors.Is(err, store.ErrConflict):
+		return StartBridgeTaskResult{}, temporal.NewNonRetryableApplicationError("task execution "+in.TaskExecutionID+" already finished", ErrTypeTaskFinished, nil)
+	case err != nil:
+		return StartBridgeTaskResult{}, fmt.Errorf("start task execution: %w", err)
+	}
+	return StartBridgeTaskResult{BridgeID: e.BridgeID.String(), TaskName: e.TaskName}, nil
+}
+
+// FinishBridgeTaskInput is the input of FinishBridgeTask: Error "" records
+// the execution completed with Output, else failed with Error.
+type FinishBridgeTaskInput struct {
+	OrganizationID  string          `json:"organizationId"`
+	TaskExecutionID string          `json:"taskExecutionId"`
+	Output          json.RawMessage `json:"output"`
+	Error           string          `json:"error"`
+}
+
+// FinishBridgeTaskResult is the result of FinishBridgeTask.
+type FinishBridgeTaskResult struct {
+	// Recorded is false when the execution was already finished.
+	Recorded bool `json:"recorded"`
+}
+
+// FinishBridgeTask records the execution's outcome once.
+func (a *BridgeTaskActivities) FinishBridgeTask(ctx context.Context, in FinishBridgeTaskInput) (FinishBridgeTaskResult, error) {
+	orgID, execID, err := parseTaskIDs(in.OrganizationID, in.TaskExecutionID)
+	if err != nil {
+		return FinishBridgeTaskResult{}, err
+	}
+	var out any
+	if in.Error == "" && len(in.Output) > 0 {
+		out = in.Output
+	}
+	ok, err := store.FinishTaskExecution(ctx, a.Store.Pool, orgID, execID, out, in.Error)
+	if err != nil {
+		return FinishBridgeTaskResult{}, fmt.Errorf("finish task execution: %w", err)
+	}
+	return FinishBridgeTaskResult{Recorded: ok}, nil
+}
+
+// ---- paged syncs: grab-orders, grab-shipments ----
+
+// BeginSyncInput is the input of BeginSync.
+type BeginSyncInput struct {
+	OrganizationID string `json:"organizationId"`
+	BridgeID       string `json:"bridgeId"`
+	TaskName       string `json:"taskName"`
+}
+
+// BeginSyncResult is where a sync starts: after the page of an earlier
+// sync that stopped midway (Resumed), else from the bridge's high-water
+// mark (Since zero: everything).
+type BeginSyncResult struct {
+	Since   time.Time `json:"since"`
+	Cursor  string    `json:"cursor"`
+	Resumed bool      `json:"resumed"`
+}
+
+// BeginSync reads the bridge's sync cursor for the task.
+func (a *BridgeTaskActivities) BeginSync(ctx context.Context, in BeginSyncInput) (BeginSyncResult, error) {
+	_, bridgeID, err := parseTaskIDs(in.OrganizationID, in.BridgeID)
+	if err != nil {
+		return BeginSyncResult{}, err
+	}
+	c, err := store.GetSyncCursor(ctx, a.Store.Pool, bridgeID, in.TaskName)
+	if err != nil {
+		return BeginSyncResult{}, fmt.Errorf("read sync cursor: %w", err)
+	}
+	var out BeginSyncResult
+	if c.PageCursor != nil && *c.PageCursor != "" {
+		out.Cursor, out.Resumed = *c.PageCursor, true
+		if c.RunSince != nil {
+			out.Since = *c.RunSince
+		}
+		return out, nil
+	}
+	if c.Since != nil {
+		out.Since = *c.Since
+	}
+	return out, nil
+}
+
+// SyncPageInput is the input of SyncPage: one page of the task's records
+// from the platform, with the since and cursor the sync pages with.
+type SyncPageInput struct {
+	OrganizationID  string    `json:"organizationId"`
+	TaskExecutionID string    `json:"taskExecutionId"`
+	BridgeID        string    `json:"bridgeId"`
+	TaskName        string    `json:"taskName"`
+	Since           time.Time `json:"since"`
+	Cursor          string    `json:"cursor"`
+}
+
+// SyncCounts are the counts of a sync (its output).
+type SyncCounts struct {
+	Fetched   int `json:"fetched"`
+	Created   int `json:"created"`
+	Updated   int `json:"updated"`
+	Unchanged int `json:"unchanged"`
+	Failed    int `json:"failed"`
+}
+
+// Add adds o to c.
+func (c *SyncCounts) Add(o SyncCounts) {
+	c.Fetched += o.Fetched
+	c.Created += o.Created
+	c.Updated += o.Updated
+	c.Unchanged += o.Unchanged
+	c.Failed += o.Failed
+}
+
+// SyncPageResult is the outcome of one page; Next is "" after the last.
+type SyncPageResult struct {
+	SyncCounts
+	Next string `json:"next"`
+	// Replayed is true when an earlier attempt had stored the page.
+	Replayed bool `json:"replayed"`
+}
+
+// pageOutcome is what last_page keeps of a page (store.SyncLastPage.Result).
+type pageOutcome struct {
+	SyncCounts
+	CreatedIDs []uuid.UUID `json:"createdIds"`
+}
+
+// SyncPage fetches one page and stores it with the cursor's advance in one
+// transaction (see store.UpsertOrderBatch); new orders go through the
+// order-created hook. It heartbeats; platform failures are classified
+// (credentials refused: the bridge moves to error, non-retryable; rate
+// limited: retried after the wait the platform asked for; 5xx and network:
+// retried).
+func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (SyncPageResult, error) {
+	orgID, execID, err := parseTaskIDs(in.OrganizationID, in.TaskExecutionID)
+	if err != nil {
+		return SyncPageResult{}, err
+	}
+	b, bridge, conn, err := a.openBridge(ctx, orgID, in.BridgeID)
+	if err != nil {
+		return SyncPageResult{}, err
+	}
+	pageKey := execID.String() + "\x00" + in.Cursor
+	heartbeat(ctx, in.Cursor)
+
+	// An attempt whose answer was lost may have stored this page already.
+	if cur, err := store.GetSyncCursor(ctx, a.Store.Pool, b.ID, in.TaskName); err != nil {
+		return SyncPageResult{}, fmt.Errorf("read sync cursor: %w", err)
+	} else if len(cur.LastPage) > 0 {
+		var last store.SyncLastPage
+		var out pageOutcome
+		if json.Unmarshal(cur.LastPage, &last) == nil && last.Key == pageKey && json.Unmarshal(last.Result, &out) == nil {
+			a.runHooks(ctx, orgID, out.CreatedIDs)
+			return SyncPageResult{SyncCounts: out.SyncCounts, Next: last.Next, Replayed: true}, nil
+		}
+	}
+
+	advance := &store.SyncPageAdvance{OrganizationID: orgID, BridgeID: b.ID, Task: in.TaskName, RunSince: in.Since, PageKey: pageKey}
+	switch in.TaskName {
+	case platforms.TaskGrabOrders:
+		orders, next, err := conn.ListOrders(ctx, bridge, in.Since, in.Cursor)
+		if err != nil {
+			return SyncPageResult{}, a.taskPlatformError(ctx, b, err)
+		}
+		heartbeat(ctx, in.Cursor)
+		advance.Next = next
+		for _, o := range orders {
+			if o.UpdatedAt.After(advance.HighWater) {
+				advance.HighWater = o.UpdatedAt
+			}
+		}
+		wfID := execID.String()
+		if activity.IsActivity(ctx) {
+			wfID = activity.GetInfo(ctx).WorkflowExecution.ID
+		}
+		res, err := store.UpsertOrderBatch(ctx, a.Store, store.OrderBatch{
+			OrganizationID: orgID, BridgeID: b.ID, Orders: orders, BridgeName: b.Name, ActorName: BridgeTaskActorName,
+			ActivityID: func(ext string) uuid.UUID {
+				return OrderActivityID(wfID, execID.String()+"/"+in.Cursor+"/"+ext, store.OrderSyncActivityType)
+			},
+			Metadata: map[string]any{"bridgeId": b.ID.String(), "taskExecutionId": execID.String(), "workflowId": wfID, "task": in.TaskName},
+			Cursor:   advance,
+		})
+		if err != nil {
+			return SyncPageResult{}, storeError(err, b)
+		}
+		counts := SyncCounts{Fetched: len(orders), Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, Failed: res.Failed}
+		if len(res.Problems) > 0 {
+			a.log().WarnContext(ctx, "orders refused by a sync", "bridge_id", b.ID, "problems", res.Problems)
+		}
+		a.runHooks(ctx, orgID, res.CreatedID)
+		return SyncPageResult{SyncCounts: counts, Next: next}, nil
+
+	case platforms.TaskGrabShipments:
+		lister, ok := conn.(platforms.ShipmentLister)
+		if !ok {
+			return SyncPageResult{}, notSupported(in.TaskName, b.Type)
+		}
+		list, next, err := lister.ListShipments(ctx, bridge, in.Since, in.Cursor)
+		if err != nil {
+			return SyncPageResult{}, a.taskPlatformError(ctx, b, err)
+		}
+		heartbeat(ctx, in.Cursor)
+		advance.Next = next
+		for _, s := range list {
+			if s.CreatedAt.After(advance.HighWater) {
+				advance.HighWater = s.CreatedAt
+			}
+		}
+		res, err := store.UpsertPlatformShipments(ctx, a.Store, orgID, b.ID, list, advance)
+		if err != nil {
+			return SyncPageResult{}, storeError(err, b)
+		}
+		return SyncPageResult{Next: next, SyncCounts: SyncCounts{
+			Fetched: len(list), Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, Failed: res.Failed,
+		}}, nil
+	}
+	return SyncPageResult{}, notSupported(in.TaskName, b.Type)
+}
+
+// ---- warehouse-sync ----
+
+// WarehouseSyncInput is the input of WarehouseSync.
+type WarehouseSyncInput struct {
+	OrganizationID string `json:"organizationId"`
+	BridgeID       string `json:"bridgeId"`
+}
+
+// WarehouseSyncResult is the output of warehouse-sync.
+type WarehouseSyncResult struct {
+	Fetched     int      `json:"fetched"`
+	Created     int      `json:"created"`
+	Updated     int      `json:"updated"`
+	Unchanged   int      `json:"unchanged"`
+	Failed      int      `json:"failed"`
+	LocationIDs []string `json:"locationIds"`
+}
+
+// WarehouseSync reads the platform's locations and upserts them into the
+// organization's locations, keyed by (bridge, external id).
+func (a *BridgeTaskActivities) WarehouseSync(ctx context.Context, in WarehouseSyncInput) (WarehouseSyncResult, error) {
+	orgID, _, err := parseTaskIDs(in.OrganizationID, in.BridgeID)
+	if err != nil {
+		return WarehouseSyncResult{}, err
+	}
+	b, bridge, conn, err := a.openBridge(ctx, orgID, in.BridgeID)
+	if err != nil {
+		return WarehouseSyncResult{}, err
+	}
+	lister, ok := conn.(platforms.LocationLister)
+	if !ok {
+		return WarehouseSyncResult{}, notSupported(platforms.TaskWarehouseSync, b.Type)
+	}
+	list, err := lister.ListLocations(ctx, bridge)
+	if err != nil {
+		return WarehouseSyncResult{}, a.taskPlatformError(ctx, b, err)
+	}
+	ids, counts, err := store.UpsertPlatformLocations(ctx, a.Store, orgID, b.ID, list)
+	if err != nil {
+		return WarehouseSyncResult{}, storeError(err, b)
+	}
+	out := WarehouseSyncResult{Fetched: len(list), Created: counts.Created, Updated: counts.Updated,
+		Unchanged: counts.Unchanged, Failed: counts.Failed, LocationIDs: make([]string, len(ids))}
+	for i, id := range ids {
+		out.LocationIDs[i] = id.String()
+	}
+	return out, nil
+}
+
+// ---- push-fulfillment ----
+
+// PushFulfillmentsInput is the input of PushFulfillments.
+type PushFulfillmentsInput struct {
+	OrganizationID string `json:"organizationId"`
+	BridgeID       string `json:"bridgeId"`
+}
+
+// PushFulfillmentsResult is the output of push-fulfillment: Pushed
+// shipments created on the platform, AlreadyThere ones the platform had,
+// Failed ones it refused for good (left for a later run).
+type PushFulfillmentsResult struct {
+	Pushed       int      `json:"pushed"`
+	AlreadyThere int      `json:"alreadyThere"`
+	Failed       int      `json:"failed"`
+	Problems     []string `json:"problems"`
+}
+
+// pushBatch is how many shipments PushFulfillments reads at a time.
+const pushBatch = 100
+
+// PushFulfillments sends the service's shipments with tracking numbers of
+// the bridge's orders that were not pushed yet, records each push (so each
+// goes once) and sets the orders' sent_to_fulfillment. The connector
+// checks the platform before it creates, so a retried push never
+// duplicates. A shipment the platform refuses for good is counted failed
+// and skipped (it is tried again by the next run).
+func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulfillmentsInput) (PushFulfillmentsResult, error) {
+	out := PushFulfillmentsResult{Problems: []string{}}
+	orgID, _, err := parseTaskIDs(in.OrganizationID, in.BridgeID)
+	if err != nil {
+		return out, err
+	}
+	b, bridge, conn, err := a.openBridge(ctx, orgID, in.BridgeID)
+	if err != nil {
+		return out, err
+	}
+	pusher, ok := conn.(platforms.FulfillmentPusher)
+	if !ok {
+		return out, notSupported(platforms.TaskPushFulfillment, b.Type)
+	}
+	skip := map[uuid.UUID]bool{}
+	for {
+		list, err := store.FulfillmentCandidates(ctx, a.Store.Pool, orgID, b.ID, pushBatch+len(skip))
+		if err != nil {
+			return out, fmt.Errorf("list shipments to push: %w", err)
+		}
+		progressed := false
+		for _, c := range list {
+			if skip[c.ShipmentID] {
+				continue
+			}
+			progressed = true
+			heartbeat(ctx, c.ShipmentID.String())
+			f := platforms.Fulfillment{OrderExternalID: c.OrderExternalID, TrackingNumber: c.TrackingNumber, Carrier: c.Carrier}
+			if c.ShipDate != nil {
+				f.ShipDate = *c.ShipDate
+			}
+			res, err := pusher.PushFulfillment(ctx, bridge, f)
+			if err != nil {
+				if platforms.IsRetryable(err) || errors.Is(err, platforms.ErrUnauthorized) {
+					return out, a.taskPlatformError(ctx, b, err)
+				}
+				out.Failed++
+				skip[c.ShipmentID] = true
+				if len(out.Problems) < 10 {
+					out.Problems = append(out.Problems, fmt.Sprintf("shipment %s (order %s): %s", c.ShipmentID, c.OrderExternalID, platformMessage(err)))
+				}
+				continue
+			}
+			if err := store.RecordFulfillmentPush(ctx, a.Store, orgID, b.ID, c, res.ExternalID, res.Created); err != nil {
+				return out, fmt.Errorf("record fulfillment push: %w", err)
+			}
+			if res.Created {
+				out.Pushed++
+			} else {
+				out.AlreadyThere++
+			}
+		}
+		if !progressed || len(list) < pushBatch+len(skip) {
+			return out, nil
+		}
+	}
+}
+
+// ---- reconciliation ----
+
+// TaskExecutionStartBound is how long an execution may stay queued or
+// running before the reconciler asks Temporal about its run: longer than
+// the API needs to start it.
+const TaskExecutionStartBound = 10 * time.Minute
+
+// ReconcileTaskExecutionsInput is the input of ReconcileTaskExecutions.
+type ReconcileTaskExecutionsInput struct{}
+
+// ReconcileTaskExecutionsResult counts what ReconcileTaskExecutions did.
+type ReconcileTaskExecutionsResult struct {
+	Checked int `json:"checked"`
+	Failed  int `json:"failed"`
+}
+
+// ReconcileTaskExecutions fails the executions queued or running for
+// longer than TaskExecutionStartBound whose workflow never started, or
+// whose run closed without recording them (terminated, timed out, reset in
+// the Temporal UI), with the reason. Open runs are left alone.
+func (a *BridgeTaskActivities) ReconcileTaskExecutions(ctx context.Context, _ ReconcileTaskExecutionsInput) (ReconcileTaskExecutionsResult, error) {
+	var out ReconcileTaskExecutionsResult
+	describe := a.Describe
+	if describe == nil {
+		c := activity.GetClient(ctx)
+		describe = func(ctx context.Context, id string) (enumspb.WorkflowExecutionStatus, error) {
+			return describeLatest(ctx, c, id)
+		}
+	}
+	rows, err := store.StaleTaskExecutions(ctx, a.Store.Pool, time.Now().Add(-TaskExecutionStartBound), 200)
+	if err != nil {
+		return out, fmt.Errorf("list waiting task executions: %w", err)
+	}
+	for _, r := range rows {
+		out.Checked++
+		heartbeat(ctx, r.ID.String())
+		status, err := describe(ctx, r.WorkflowID)
+		var nf *serviceerror.NotFound
+		var reason string
+		switch {
+		case errors.As(err, &nf):
+			reason = "the task's workflow never started"
+		case err != nil:
+			a.log().WarnContext(ctx, "cannot describe a task execution's workflow", "workflow_id", r.WorkflowID, "error", err)
+			continue
+		case status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || status == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+			continue
+		default:
+			reason = fmt.Sprintf("the task's workflow run ended (%s) without recording the outcome", statusWord(status))
+		}
+		ok, err := store.FinishTaskExecution(ctx, a.Store.Pool, r.OrganizationID, r.ID, nil, reason)
+		if err != nil {
+			return out, fmt.Errorf("fail task execution %s: %w", r.ID, err)
+		}
+		if ok {
+			out.Failed++
+			a.log().InfoContext(ctx, "task execution failed by the reconciler", "task_execution_id", r.ID, "reason", reason)
+		}
+	}
+	return out, nil
+}
+
+func describeLatest(ctx context.Context, c client.Client, id string) (enumspb.WorkflowExecutionStatus, error) {
+	if c == nil {
+		return 0, errors.New("no Temporal client")
+	}
+	d, err := c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return 0, err
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus(), nil
+}
+
+func statusWord(s enumspb.WorkflowExecutionStatus) string {
+	switch s {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return "terminated"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return "timed out"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
+		return "cancelled"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
+		return "failed"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		return "completed"
+	}
+	return "closed"
+}
+
+// ---- helpers ----
+
+// openBridge loads an active bridge of the organization with its connector.
+func (a *BridgeTaskActivities) openBridge(ctx context.Context, orgID uuid.UUID, bridgeID string) (store.Bridge, platforms.Bridge, platforms.Connector, error) {
+	id, err := uuid.Parse(bridgeID)
+	if err != nil {
+		return store.Bridge{}, platforms.Bridge{}, nil, temporal.NewNonRetryableApplicationError("bridgeId is not a UUID", ErrTypeInvalidInput, nil)
+	}
+	b, err := store.BridgeByID(ctx, a.Store.Pool, orgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, platforms.Bridge{}, nil, temporal.NewNonRetryableApplicationError("the bridge was deleted", ErrTypeBridgeUnavailable, nil)
+	}
+	if err != nil {
+		return b, platforms.Bridge{}, nil, fmt.Errorf("read bridge: %w", err)
+	}
+	if b.Status != store.BridgeActive {
+		return b, platforms.Bridge{}, nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("bridge %q is %s; only an active bridge runs tasks", b.Name, b.Status), ErrTypeBridgeUnavailable, nil)
+	}
+	pb, err := store.PlatformBridge(a.Secrets, b)
+	if err != nil {
+		return b, pb, nil, temporal.NewNonRetryableApplicationError("bridge credentials cannot be opened", ErrTypeBridgeUnavailable, nil)
+	}
+	conn, err := a.Platforms.Get(b.Type)
+	if err != nil {
+		return b, pb, nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("bridge type %s has no connector", b.Type), ErrTypeTaskNotSupported, nil)
+	}
+	return b, pb, conn, nil
+}
+
+// taskPlatformError classifies a connector failure. Refused credentials
+// move the bridge to error with the reason.
+func (a *BridgeTaskActivities) taskPlatformError(ctx context.Context, b store.Bridge, err error) error {
+	name := fmt.Sprintf("bridge %q", b.Name)
+	msg := name + " failed: " + platformMessage(err)
+	switch {
+	case errors.Is(err, platforms.ErrUnauthorized):
+		msg = name + " refused its credentials: " + platformMessage(err)
+		if serr := store.SetBridgeError(ctx, a.Store.Pool, b.OrganizationID, b.ID, "the platform refused the bridge's credentials: "+platformMessage(err)); serr != nil {
+			return fmt.Errorf("record bridge error: %w", serr)
+		}
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypePlatformPermanent, err)
+	case errors.Is(err, platforms.ErrNotAvailable):
+		return temporal.NewNonRetryableApplicationError(name+" cannot run tasks: its platform connector is not available", ErrTypePlatformPermanent, err)
+	}
+	if wait, ok := platforms.RetryAfter(err); ok {
+		return temporal.NewApplicationErrorWithOptions(name+" is rate limited by its platform", ErrTypePlatformUnavailable,
+			temporal.ApplicationErrorOptions{NextRetryDelay: max(wait, time.Second), Cause: err})
+	}
+	if !platforms.IsRetryable(err) {
+		return temporal.NewNonRetryableApplicationError(msg, ErrTypePlatformPermanent, err)
+	}
+	return temporal.NewApplicationErrorWithCause(msg, ErrTypePlatformUnavailable, err)
+}
+
+// platformMessage is a connector error's message for people (connector
+// errors carry no credentials).
+func platformMessage(err error) string {
+	var pe *platforms.Error
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%s (%s)", pe.Message, pe.Code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "the platform did not answer in time"
+	}
+	return "the platform call failed"
+}
+
+func storeError(err error, b store.Bridge) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("bridge %q was deleted during the task", b.Name), ErrTypeBridgeUnavailable, nil)
+	}
+	return fmt.Errorf("store: %w", err)
+}
+
+func notSupported(task, bridgeType string) error {
+	return temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("%s is not supported by this bridge type (%s)", task, bridgeType), ErrTypeTaskNotSupported, nil)
+}
+
+func (a *BridgeTaskActivities) runHooks(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID) {
+	hooks := a.OrderHooks
+	if hooks == nil {
+		return
+	}
+	for _, id := range ids {
+		if err := hooks.OrderCreated(ctx, orgID, id); err != nil {
+			a.log().WarnContext(ctx, "order-created hook failed", "organization_id", orgID, "order_id", id, "error", err)
+		}
+	}
+}
+
+func heartbeat(ctx context.Context, details ...any) {
+	if activity.IsActivity(ctx) {
+		activity.RecordHeartbeat(ctx, details...)
+	}
+}
+
+func parseTaskIDs(orgID, id string) (uuid.UUID, uuid.UUID, error) {
+	org, err := uuid.Parse(orgID)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, temporal.NewNonRetryableApplicationError("organizationId is not a UUID", ErrTypeInvalidInput, nil)
+	}
+	other, err := uuid.Parse(id)
+	if err != nil {
+		return uuid.Nil, uuid.Nil, temporal.NewNonRetryableApplicationError("id is not a UUID", ErrTypeInvalidInput, nil)
+	}
+	return org, other, nil
+}
+
+func (a *BridgeTaskActivities) log() *slog.Logger {
+	if a.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return a.Logger
+}
