@@ -11,8 +11,9 @@ import (
 	"github.com/fos-dev/fos/store"
 )
 
-// mountLocations registers the location endpoints (spec Part 1, Locations).
-// POST /locations/sync/{bridgeId} comes with the bridge sync issue.
+// mountLocations registers the location endpoints (spec Part 1, Locations);
+// POST /locations/sync/{bridgeId} runs the bridge's warehouse-sync task
+// (api/task_executions.go).
 func (s *Server) mountLocations(r chi.Router) {
 	read := r.With(s.scope("locations:read"))
 	write := r.With(s.scope("locations:write"))
@@ -21,6 +22,7 @@ func (s *Server) mountLocations(r chi.Router) {
 	read.Get("/locations/{id}", s.h(s.getLocation))
 	write.Patch("/locations/{id}", s.h(s.updateLocation))
 	write.Delete("/locations/{id}", s.h(s.deleteLocation))
+	write.Post("/locations/sync/{bridgeId}", s.h(s.syncLocations))
 }
 
 // locationMaxLen bounds every location text field (the specification

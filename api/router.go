@@ -161,6 +161,7 @@ func NewRouter(d Deps) http.Handler {
 			r.Use(s.requireOrg, s.apiKeyBudget, s.idempotency)
 			s.mountOrganizations(r)
 			s.mountBridges(r)
+			s.mountTaskExecutions(r)
 			s.mountOrders(r)
 			s.mountOrderResync(r)
 			s.mountCarrierAccounts(r)
