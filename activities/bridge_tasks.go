@@ -225,7 +225,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 	if err != nil {
 		return SyncPageResult{}, err
 	}
-	pageKey := execID.String() + "\x00" + in.Cursor
+	pageKey := execID.String() + "/" + in.Cursor
 	heartbeat(ctx, in.Cursor)
 
 	// An attempt whose answer was lost may have stored this page already.
