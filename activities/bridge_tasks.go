@@ -10,10 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/platforms"
@@ -55,10 +52,6 @@ type BridgeTaskActivities struct {
 	// that page's orders: hooks are idempotent.
 	OrderHooks rules.OrderHooks
 	Logger     *slog.Logger
-	// Describe returns the status of a workflow's latest run (nil: the
-	// activity's Temporal client; tests replace it). A missing workflow is
-	// a *serviceerror.NotFound.
-	Describe func(ctx context.Context, workflowID string) (enumspb.WorkflowExecutionStatus, error)
 }
 
 // ---- start and finish ----
@@ -418,7 +411,7 @@ func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulf
 				out.Failed++
 				skip[c.ShipmentID] = true
 				if len(out.Problems) < 10 {
-					out.Problems = append(out.Problems, fmt.Sprintf("shipment %s (order %s): %s", c.ShipmentID, c.OrderExternalID, platformMessage(err)))
+					out.Problems = append(out.Problems, fmt.Sprintf("shipment %s (order %s): %s", c.ShipmentID, c.OrderExternalID, TenantMessage(err)))
 				}
 				continue
 			}
@@ -441,89 +434,26 @@ func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulf
 
 // TaskExecutionStartBound is how long an execution may stay queued or
 // running before the reconciler asks Temporal about its run: longer than
-// the API needs to start it.
-const TaskExecutionStartBound = 10 * time.Minute
+// the API needs to start it (re-sent starts included).
+const TaskExecutionStartBound = 5 * time.Minute
 
-// ReconcileTaskExecutionsInput is the input of ReconcileTaskExecutions.
-type ReconcileTaskExecutionsInput struct{}
-
-// ReconcileTaskExecutionsResult counts what ReconcileTaskExecutions did.
-type ReconcileTaskExecutionsResult struct {
-	Checked int `json:"checked"`
-	Failed  int `json:"failed"`
-}
-
-// ReconcileTaskExecutions fails the executions queued or running for
-// longer than TaskExecutionStartBound whose workflow never started, or
-// whose run closed without recording them (terminated, timed out, reset in
-// the Temporal UI), with the reason. Open runs are left alone.
-func (a *BridgeTaskActivities) ReconcileTaskExecutions(ctx context.Context, _ ReconcileTaskExecutionsInput) (ReconcileTaskExecutionsResult, error) {
-	var out ReconcileTaskExecutionsResult
-	describe := a.Describe
-	if describe == nil {
-		c := activity.GetClient(ctx)
-		describe = func(ctx context.Context, id string) (enumspb.WorkflowExecutionStatus, error) {
-			return describeLatest(ctx, c, id)
-		}
+// taskExecutionKind: a task execution queued or running. Its run settles
+// it before it closes and its id is the execution's own, so a missing run
+// (the start never reached Temporal) or a closed one (terminated or reset
+// in the Temporal UI, timed out) fails it with the reason; an open run is
+// left alone however long it runs.
+func (a *MaintenanceActivities) taskExecutionKind() WaitingKind {
+	return WaitingKind{
+		Name:  "task execution",
+		Stale: store.StaleTaskExecutions,
+		Bound: TaskExecutionStartBound,
+		// Mirrors workflows.BridgeTaskWorkflowID.
+		WorkflowID: func(row store.WaitingRow) string { return "bridge-task/" + row.ID.String() },
+		AnyRun:     true,
+		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			return store.FinishTaskExecution(ctx, a.Store.Pool, row.OrganizationID, row.ID, nil, "the task did not finish: "+reason)
+		},
 	}
-	rows, err := store.StaleTaskExecutions(ctx, a.Store.Pool, time.Now().Add(-TaskExecutionStartBound), 200)
-	if err != nil {
-		return out, fmt.Errorf("list waiting task executions: %w", err)
-	}
-	for _, r := range rows {
-		out.Checked++
-		heartbeat(ctx, r.ID.String())
-		status, err := describe(ctx, r.WorkflowID)
-		var nf *serviceerror.NotFound
-		var reason string
-		switch {
-		case errors.As(err, &nf):
-			reason = "the task's workflow never started"
-		case err != nil:
-			a.log().WarnContext(ctx, "cannot describe a task execution's workflow", "workflow_id", r.WorkflowID, "error", err)
-			continue
-		case status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING || status == enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
-			continue
-		default:
-			reason = fmt.Sprintf("the task's workflow run ended (%s) without recording the outcome", statusWord(status))
-		}
-		ok, err := store.FinishTaskExecution(ctx, a.Store.Pool, r.OrganizationID, r.ID, nil, reason)
-		if err != nil {
-			return out, fmt.Errorf("fail task execution %s: %w", r.ID, err)
-		}
-		if ok {
-			out.Failed++
-			a.log().InfoContext(ctx, "task execution failed by the reconciler", "task_execution_id", r.ID, "reason", reason)
-		}
-	}
-	return out, nil
-}
-
-func describeLatest(ctx context.Context, c client.Client, id string) (enumspb.WorkflowExecutionStatus, error) {
-	if c == nil {
-		return 0, errors.New("no Temporal client")
-	}
-	d, err := c.DescribeWorkflowExecution(ctx, id, "")
-	if err != nil {
-		return 0, err
-	}
-	return d.GetWorkflowExecutionInfo().GetStatus(), nil
-}
-
-func statusWord(s enumspb.WorkflowExecutionStatus) string {
-	switch s {
-	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
-		return "terminated"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
-		return "timed out"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
-		return "cancelled"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
-		return "failed"
-	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
-		return "completed"
-	}
-	return "closed"
 }
 
 // ---- helpers ----
@@ -560,11 +490,11 @@ func (a *BridgeTaskActivities) openBridge(ctx context.Context, orgID uuid.UUID, 
 // move the bridge to error with the reason.
 func (a *BridgeTaskActivities) taskPlatformError(ctx context.Context, b store.Bridge, err error) error {
 	name := fmt.Sprintf("bridge %q", b.Name)
-	msg := name + " failed: " + platformMessage(err)
+	msg := name + " failed: " + TenantMessage(err)
 	switch {
 	case errors.Is(err, platforms.ErrUnauthorized):
-		msg = name + " refused its credentials: " + platformMessage(err)
-		if serr := store.SetBridgeError(ctx, a.Store.Pool, b.OrganizationID, b.ID, "the platform refused the bridge's credentials: "+platformMessage(err)); serr != nil {
+		msg = name + " refused its credentials: " + TenantMessage(err)
+		if serr := store.SetBridgeError(ctx, a.Store.Pool, b.OrganizationID, b.ID, "the platform refused the bridge's credentials: "+TenantMessage(err)); serr != nil {
 			return fmt.Errorf("record bridge error: %w", serr)
 		}
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePlatformPermanent, err)
@@ -579,19 +509,6 @@ func (a *BridgeTaskActivities) taskPlatformError(ctx context.Context, b store.Br
 		return temporal.NewNonRetryableApplicationError(msg, ErrTypePlatformPermanent, err)
 	}
 	return temporal.NewApplicationErrorWithCause(msg, ErrTypePlatformUnavailable, err)
-}
-
-// platformMessage is a connector error's message for people (connector
-// errors carry no credentials).
-func platformMessage(err error) string {
-	var pe *platforms.Error
-	if errors.As(err, &pe) {
-		return fmt.Sprintf("%s (%s)", pe.Message, pe.Code)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "the platform did not answer in time"
-	}
-	return "the platform call failed"
 }
 
 func storeError(err error, b store.Bridge) error {

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -11,9 +10,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -162,7 +164,7 @@ func newTaskFixture(t testing.TB, st *store.Store, conn platforms.Connector, fak
 	ctx := context.Background()
 	_, err = st.Pool.Exec(ctx, `INSERT INTO organizations (id, name, slug) VALUES ($1, 'Acme', $2)`, f.orgID, "acme-"+f.orgID.String())
 	require.NoError(t, err)
-	sealed, err := box.SealJSON(map[string]any{"apiKey": "k", "apiSecret": "s"})
+	sealed, err := box.SealJSON(map[string]any{"apiKey": "k", "apiSecret": "s"}, store.BridgeCredentialsAD(f.orgID, f.bridgeID))
 	require.NoError(t, err)
 	_, err = st.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name, config, credentials)
 		VALUES ($1, $2, 'shipping_hub_a', 'Hub', '{}', $3)`, f.bridgeID, f.orgID, sealed)
@@ -434,11 +436,16 @@ func TestPushFulfillmentsOnceEach(t *testing.T) {
 	require.Equal(t, "carrier_a", fake.pushes[0].Carrier)
 }
 
+// The reconciler's task execution kind on a real database with a mocked
+// Temporal client: a missing run and a run terminated in the UI fail their
+// execution with the reason; an open run and a young row are left alone.
 func TestReconcileTaskExecutions(t *testing.T) {
 	st := storetest.New(t)
 	fake := &fakePlatform{}
 	f := newTaskFixture(t, st, fake, fake)
 	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	m := &MaintenanceActivities{Store: st, Temporal: tc}
 	ids := map[string]string{}
 	for _, k := range []string{"missing", "running", "terminated", "fresh"} {
 		ids[k] = f.newExec("grab-orders")
@@ -447,22 +454,31 @@ func TestReconcileTaskExecutions(t *testing.T) {
 			require.NoError(t, err)
 		}
 	}
-	f.acts.Describe = func(_ context.Context, wfID string) (enumspb.WorkflowExecutionStatus, error) {
-		switch wfID {
-		case "bridge-task/" + ids["missing"]:
-			return 0, serviceerror.NewNotFound("no such workflow")
-		case "bridge-task/" + ids["running"]:
-			return enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
-		case "bridge-task/" + ids["terminated"]:
-			return enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, nil
-		}
-		return 0, fmt.Errorf("unexpected describe of %s", wfID)
-	}
-	res, err := f.acts.ReconcileTaskExecutions(ctx, ReconcileTaskExecutionsInput{})
+	t.Cleanup(func() { // leave no stale row to the package's other reconciler tests
+		_, _ = st.Pool.Exec(context.Background(), `UPDATE task_executions SET status = 'completed' WHERE organization_id = $1`, f.orgID)
+	})
+	wf := func(k string) string { return "bridge-task/" + ids[k] }
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("missing"), "").Return(nil, serviceerror.NewNotFound("no run")).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("running"), "").
+		Return(describeAs(wf("running"), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, time.Now().Add(-time.Hour)), nil).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("terminated"), "").
+		Return(describeAs(wf("terminated"), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, time.Now().Add(-time.Hour)), nil).Once()
+	it := mocks.NewHistoryEventIterator(t)
+	it.On("HasNext").Return(true).Once()
+	it.On("Next").Return(&historypb.HistoryEvent{
+		EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{
+			Reason: "stuck", Identity: "ops@example.com",
+		}},
+	}, nil).Once()
+	it.On("HasNext").Return(false).Once()
+	tc.On("GetWorkflowHistory", mock.Anything, wf("terminated"), "run-"+wf("terminated"), false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(it).Once()
+
+	res, err := m.ReconcileKind(ctx, m.taskExecutionKind())
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, res.Checked, 3)
+	require.Equal(t, 3, res.Checked)
 	require.Equal(t, 2, res.Failed)
-	for k, want := range map[string]string{"missing": "never started", "terminated": "terminated", "running": "", "fresh": ""} {
+	for k, want := range map[string]string{"missing": "the workflow never started", "terminated": "terminated in Temporal: stuck (by ops@example.com)", "running": "", "fresh": ""} {
 		e, err := store.TaskExecutionByID(ctx, st.Pool, f.orgID, uuid.MustParse(ids[k]))
 		require.NoError(t, err)
 		if want == "" {
@@ -471,6 +487,7 @@ func TestReconcileTaskExecutions(t *testing.T) {
 		}
 		require.Equal(t, store.TaskFailed, e.Status, k)
 		require.Contains(t, *e.Error, want, k)
+		require.Contains(t, *e.Error, "the task did not finish", k)
 	}
 }
 

@@ -115,14 +115,15 @@ type WaitingKind struct {
 
 // ReconcileRuns settles the rows outside shipments, pickups and shipment
 // actions that wait on a workflow longer than their job's bound: rate
-// comparisons processing and carrier accounts pending registration
-// (ReconcileKind). It fails when Temporal cannot be asked at all.
+// comparisons processing, carrier accounts pending registration and task
+// executions queued or running (ReconcileKind). It fails when Temporal
+// cannot be asked at all.
 func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRunsInput) (ReconcileRunsResult, error) {
 	var out ReconcileRunsResult
 	if a.Temporal == nil {
 		return out, nil
 	}
-	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind()} {
+	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind()} {
 		res, err := a.ReconcileKind(ctx, kind)
 		out.add(res)
 		if err != nil {

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -116,11 +115,11 @@ func (s *Server) runBridgeTaskHandler(w http.ResponseWriter, r *http.Request) er
 }
 
 // runBridgeTask checks that the bridge can run the task now, records a
-// queued execution and starts its workflow. The row is inserted first; a
-// start that fails after it was sent (Temporal unavailable, no answer in
-// time) leaves the row queued (the run may exist; the reconciler settles
-// it), while a start Temporal refused marks it failed. field names the
-// request field of taskName in a 400.
+// queued execution and starts its workflow (startStableWorkflow). The row
+// is inserted first; a start whose outcome stays unknown leaves it queued
+// (the run may exist; the reconciler settles it), while a start that
+// certainly did not run marks it failed. field names the request field of
+// taskName in a 400.
 func (s *Server) runBridgeTask(r *http.Request, b store.Bridge, taskName, field string, input map[string]any) (store.TaskExecution, client.WorkflowRun, error) {
 	def, ok := platforms.TaskByName(b.Type, taskName)
 	if !ok {
@@ -154,17 +153,18 @@ func (s *Server) runBridgeTask(r *http.Request, b store.Bridge, taskName, field 
 	in := workflows.BridgeTaskInput{OrganizationID: p.OrganizationID.String(), TaskExecutionID: id.String(), BridgeID: b.ID.String(), TaskName: taskName}
 	opts := worker.StartOptions(wfID, s.bridgeTaskQueue(), in.OrganizationID,
 		map[string]any{"taskExecutionId": in.TaskExecutionID, "bridgeId": in.BridgeID, "taskName": taskName})
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), startWorkflowTimeout)
-	defer cancel()
-	run, err := s.temporal.ExecuteWorkflow(ctx, opts, workflows.BridgeTask, in)
+	run, err := s.startStableWorkflow(r, opts, e.CreatedAt, workflows.BridgeTask, in)
 	if err != nil {
 		s.log.WarnContext(r.Context(), "start workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
-		if isTemporalUnavailable(r.Context(), err) || errors.Is(err, context.DeadlineExceeded) {
-			return store.TaskExecution{}, nil, errTemporalUnavailable()
+		if !isStartUnknown(err) {
+			// Nothing runs: the execution fails, kept as a record.
+			if _, ferr := store.FinishTaskExecution(context.WithoutCancel(r.Context()), s.store.Pool, p.OrganizationID, id, nil,
+				"the task could not be started"); ferr != nil {
+				s.log.WarnContext(r.Context(), "fail task execution", append(logAttrs(r), "task_execution_id", id.String(), "error", ferr.Error())...)
+			}
 		}
-		if _, ferr := store.FinishTaskExecution(context.WithoutCancel(r.Context()), s.store.Pool, p.OrganizationID, id, nil,
-			"the task could not be started"); ferr != nil {
-			s.log.WarnContext(r.Context(), "fail task execution", append(logAttrs(r), "task_execution_id", id.String(), "error", ferr.Error())...)
+		if isStartUnknown(err) || isTemporalUnavailable(r.Context(), err) {
+			return store.TaskExecution{}, nil, errTemporalUnavailable()
 		}
 		return store.TaskExecution{}, nil, err
 	}

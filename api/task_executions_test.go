@@ -154,15 +154,17 @@ func TestRunBridgeTaskStartFailureKeepsTheRow(t *testing.T) {
 	owner := e.signup()
 	b := taskFixtureBridge(t, e, owner.org, "storefront_a", "active")
 
-	// Unavailable: the start may have reached Temporal; the row stays queued.
+	// Unavailable: the start may have reached Temporal (sent again, then
+	// described, still unknown); the row stays queued.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(nil, serviceerror.NewUnavailable("down")).Times(startAttempts)
+	tc.On("DescribeWorkflowExecution", mock.Anything, mock.MatchedBy(func(id string) bool { return strings.HasPrefix(id, "bridge-task/") }), "").
 		Return(nil, serviceerror.NewUnavailable("down")).Once()
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/bridges/"+b+"/tasks/grab-orders/run", nil), 503, "temporal_unavailable")
-	// Refused: the row is failed.
+	// Refused: nothing runs, the row is failed.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(nil, serviceerror.NewInvalidArgument("bad")).Once()
-	res := e.do(owner.caller, "POST", "/api/v1/bridges/"+b+"/tasks/grab-orders/run", nil)
-	require.Equal(t, 500, res.Code, "%s", res.Raw)
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/bridges/"+b+"/tasks/grab-orders/run", nil), 500, "internal")
 
 	list := e.do(owner.caller, "GET", "/api/v1/bridges/"+b+"/executions", nil)
 	require.Equal(t, 200, list.Code)

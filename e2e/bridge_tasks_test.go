@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,4 +113,133 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	require.Equal(t, "error", data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+bad["id"].(string), nil))["status"])
 	// ... and it refuses the next run.
 	s.mustCall(409, key, "POST", "/api/v1/bridges/"+bad["id"].(string)+"/tasks/grab-orders/run", nil)
+}
+
+// hubStack is the stack with shipping_hub_a's own connector pointed at the
+// sandbox's hub store (every capability: orders, shipments, warehouses,
+// mark-as-shipped), counting its HTTP requests.
+func hubStack(t testing.TB) (*stack, *atomic.Int64) {
+	t.Helper()
+	reg := platforms.NewRegistry()
+	s := startWith(t, reg)
+	var calls atomic.Int64
+	hc := *s.sandbox.Client()
+	hc.Transport = countingTransport{next: s.sandbox.Client().Transport, n: &calls}
+	reg.Register(platforms.TypeShippingHubA, platforms.NewShippingHubA(s.sandbox.URL+"/platforms/shipping_hub_a", &hc))
+	return s, &calls
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// taskAccount signs up an organization and returns an API key for it.
+func (s *stack) taskAccount() (orgID, key string) {
+	s.t.Helper()
+	signup := data(s.mustCall(201, "", "POST", "/api/v1/auth/signup", map[string]any{
+		"email": "e2e-" + uuid.NewString()[:8] + "@example.com", "password": "correct horse", "first_name": "Ada", "last_name": "Lovelace", "organization_name": "E2E Hub",
+	}))
+	orgID = signup["organization"].(map[string]any)["id"].(string)
+	code, out := s.call(signup["access_token"].(string), orgID, "POST", "/api/v1/api-keys", map[string]any{
+		"name": "e2e", "scopes": []string{"bridges:read", "bridges:write", "orders:read", "locations:read", "locations:write"},
+	})
+	require.Equal(s.t, 201, code, "%v", out)
+	return orgID, data(out)["key"].(string)
+}
+
+func (s *stack) runTask(key, bridgeID, task string) map[string]any {
+	s.t.Helper()
+	return s.waitForExecution(key, data(s.mustCall(202, key, "POST", "/api/v1/bridges/"+bridgeID+"/tasks/"+task+"/run", nil))["id"].(string))
+}
+
+func TestBridgeTasksShippingHubEndToEnd(t *testing.T) {
+	s, _ := hubStack(t)
+	ctx := context.Background()
+	orgID, key := s.taskAccount()
+	apiKey := "hub-" + uuid.NewString()[:8]
+	bridgeID := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "shipping_hub_a", "name": "Hub", "config": map[string]any{"apiKey": apiKey, "apiSecret": "secret"},
+	}))["id"].(string)
+
+	n := float64(sandboxapi.StoreOrderCount(apiKey))
+	orders := s.runTask(key, bridgeID, "grab-orders")
+	require.Equal(t, "completed", orders["status"], "%v", orders)
+	require.Equal(t, n, orders["output"].(map[string]any)["created"], "%v", orders["output"])
+	require.Equal(t, n, s.mustCall(200, key, "GET", "/api/v1/orders?bridge_id="+bridgeID, nil)["pagination"].(map[string]any)["total"])
+
+	// The hub's labels, attached to the imported orders.
+	ships := s.runTask(key, bridgeID, "grab-shipments")
+	require.Equal(t, "completed", ships["status"], "%v", ships)
+	created := ships["output"].(map[string]any)["created"].(float64)
+	require.Positive(t, created)
+	var attached int
+	require.NoError(t, s.store.Pool.QueryRow(ctx, `SELECT count(*) FROM shipments WHERE bridge_id = $1 AND external_id IS NOT NULL AND order_id IS NOT NULL`, bridgeID).Scan(&attached))
+	require.Equal(t, int(created), attached)
+
+	// Warehouses become the organization's locations.
+	code, out := s.call(key, "", "POST", "/api/v1/locations/sync/"+bridgeID, nil)
+	require.Equal(t, http.StatusOK, code, "%v", out)
+	locs := out["data"].([]any)
+	require.NotEmpty(t, locs)
+	require.Equal(t, bridgeID, locs[0].(map[string]any)["bridgeId"])
+	require.NotEmpty(t, locs[0].(map[string]any)["externalId"])
+
+	// A shipment the service made for an unshipped order goes to the hub once.
+	var orderID, orderExt string
+	require.NoError(t, s.store.Pool.QueryRow(ctx, `SELECT id, external_id FROM orders WHERE bridge_id = $1 AND status IN ('pending', 'confirmed', 'processing', 'on_hold')
+		AND NOT EXISTS (SELECT 1 FROM shipments s WHERE s.order_id = orders.id) ORDER BY external_id LIMIT 1`, bridgeID).Scan(&orderID, &orderExt))
+	_, err := s.store.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, order_id, bridge_id, carrier, service, status, tracking_number, ship_date)
+		VALUES ($1, $2, $3, $4, 'carrier_a', 'ground', 'label_created', '1ZE2E0000001', current_date)`, uuid.New(), orgID, orderID, bridgeID)
+	require.NoError(t, err)
+	push := s.runTask(key, bridgeID, "push-fulfillment")
+	require.Equal(t, "completed", push["status"], "%v", push)
+	require.Equal(t, float64(1), push["output"].(map[string]any)["pushed"], "%v", push["output"])
+	order := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+orderID, nil))
+	require.NotNil(t, order["sentToFulfillment"], "%v", order)
+	again := s.runTask(key, bridgeID, "push-fulfillment")
+	require.Equal(t, map[string]any{"pushed": float64(0), "alreadyThere": float64(0), "failed": float64(0), "problems": []any{}}, again["output"])
+}
+
+// A rate-limited hub (every other call a 429 with X-Rate-Limit-Reset) still
+// imports everything: the connector or the page's retry waits as asked.
+func TestBridgeTaskRateLimitedHub(t *testing.T) {
+	s, calls := hubStack(t)
+	_, key := s.taskAccount()
+	bridgeID := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "shipping_hub_a", "name": "Busy hub", "config": map[string]any{"apiKey": "sandbox-ratelimit", "apiSecret": "secret"},
+	}))["id"].(string)
+	done := s.runTask(key, bridgeID, "grab-orders")
+	require.Equal(t, "completed", done["status"], "%v", done)
+	require.Equal(t, float64(sandboxapi.StoreOrderCount("sandbox-ratelimit")), done["output"].(map[string]any)["created"])
+	require.Greater(t, calls.Load(), int64(1))
+}
+
+// BenchmarkGrabOrdersSandbox10k imports a 10,000-order sandbox hub store
+// through the whole service: POST .../tasks/grab-orders/run, the BridgeTask
+// workflow on the in-process Temporal, shipping_hub_a's connector over HTTP
+// to the sandbox, PostgreSQL. It reports the platform requests per import.
+func BenchmarkGrabOrdersSandbox10k(b *testing.B) {
+	s, calls := hubStack(b)
+	_, key := s.taskAccount()
+	for b.Loop() {
+		b.StopTimer()
+		bridgeID := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+			"type": "shipping_hub_a", "name": "Bulk", "config": map[string]any{"apiKey": "bulk-10000", "apiSecret": "secret"},
+		}))["id"].(string)
+		calls.Store(0)
+		b.StartTimer()
+		done := s.runTask(key, bridgeID, "grab-orders")
+		b.StopTimer()
+		if done["status"] != "completed" || done["output"].(map[string]any)["created"] != float64(10000) {
+			b.Fatalf("import: %v", done)
+		}
+		b.ReportMetric(float64(calls.Load()), "requests/import")
+		b.StartTimer()
+	}
 }

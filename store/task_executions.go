@@ -114,21 +114,13 @@ UPDATE task_executions
 	return tag.RowsAffected() == 1, nil
 }
 
-// WaitingTaskExecution is an execution still queued or running.
-type WaitingTaskExecution struct {
-	OrganizationID uuid.UUID `db:"organization_id"`
-	ID             uuid.UUID `db:"id"`
-	WorkflowID     string    `db:"workflow_id"`
-	Status         string    `db:"status"`
-	Since          time.Time `db:"since"`
-}
-
 // StaleTaskExecutions lists up to limit executions queued or running
-// since before cutoff, oldest first, across organizations (the reconciler).
-func StaleTaskExecutions(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingTaskExecution, error) {
-	rows, _ := db.Query(ctx, `SELECT organization_id, id, workflow_id, status, created_at AS since FROM task_executions
+// since before cutoff (by creation), oldest first, across organizations
+// (the reconciler).
+func StaleTaskExecutions(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at AS since FROM task_executions
  WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingTaskExecution])
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }
 

@@ -219,27 +219,3 @@ var tenantErrorTypes = []string{
 	activities.ErrTypePlatformPermanent, activities.ErrTypePlatformUnavailable, activities.ErrTypeBridgeUnavailable,
 	activities.ErrTypeTaskNotSupported, activities.ErrTypeInvalidInput, activities.ErrTypeTaskNotFound,
 }
-
-// reconcileTaskExecutionsOptions: up to a few hundred describes; the next
-// Maintenance run picks up what one could not finish.
-var reconcileTaskExecutionsOptions = workflow.ActivityOptions{
-	StartToCloseTimeout: 3 * time.Minute,
-	RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 5 * time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
-}
-
-// reconcileTaskExecutionsStep is Maintenance's step that fails the task
-// executions whose run is gone (activities.ReconcileTaskExecutions). Its
-// failure is logged, not fatal: the next run tries again. It returns how
-// many executions it failed.
-func reconcileTaskExecutionsStep(ctx workflow.Context) int {
-	if workflow.GetVersion(ctx, "reconcile-task-executions", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		return 0
-	}
-	var a *activities.BridgeTaskActivities
-	var res activities.ReconcileTaskExecutionsResult
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, reconcileTaskExecutionsOptions),
-		a.ReconcileTaskExecutions, activities.ReconcileTaskExecutionsInput{}).Get(ctx, &res); err != nil {
-		workflow.GetLogger(ctx).Warn("could not reconcile task executions", "Error", err)
-	}
-	return res.Failed
-}

@@ -195,20 +195,3 @@ func TestBridgeTaskAlreadyFinished(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	env.AssertExpectations(t) // no FinishBridgeTask
 }
-
-func TestMaintenanceReconcilesTaskExecutions(t *testing.T) {
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	var m *activities.MaintenanceActivities
-	var a *activities.BridgeTaskActivities
-	env.RegisterActivity(m)
-	env.RegisterActivity(a)
-	env.OnActivity(m.PurgeExpired, mock.Anything, mock.Anything).Return(activities.PurgeExpiredResult{}, nil).Once()
-	env.OnActivity(a.ReconcileTaskExecutions, mock.Anything, mock.Anything).Return(activities.ReconcileTaskExecutionsResult{Checked: 3, Failed: 2}, nil).Once()
-	env.ExecuteWorkflow(Maintenance)
-	require.NoError(t, env.GetWorkflowError())
-	var res MaintenanceResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, 2, res.TaskExecutions)
-	env.AssertExpectations(t)
-}
