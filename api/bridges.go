@@ -54,6 +54,7 @@ type bridgeJSON struct {
 	Config         map[string]any `json:"config"`
 	Status         string         `json:"status"`
 	LastSyncAt     *time.Time     `json:"lastSyncAt"`
+	LastError      *string        `json:"lastError"` // extension: why the bridge is in error
 	CreatedAt      time.Time      `json:"createdAt"`
 	UpdatedAt      time.Time      `json:"updatedAt"`
 }
@@ -80,7 +81,7 @@ func (s *Server) toBridgeJSON(r *http.Request, b store.Bridge) bridgeJSON {
 	}
 	return bridgeJSON{
 		ID: b.ID, OrganizationID: b.OrganizationID, Type: b.Type, Name: b.Name, Config: cfg,
-		Status: b.Status, LastSyncAt: b.LastSyncAt, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
+		Status: b.Status, LastSyncAt: b.LastSyncAt, LastError: b.LastError, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
 	}
 }
 

@@ -110,9 +110,14 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	failed := s.waitForExecution(key, data(s.mustCall(202, key, "POST", "/api/v1/bridges/"+bad["id"].(string)+"/tasks/grab-orders/run", nil))["id"].(string))
 	require.Equal(t, "failed", failed["status"])
 	require.Contains(t, failed["error"], "refused its credentials")
-	require.Equal(t, "error", data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+bad["id"].(string), nil))["status"])
-	// ... and it refuses the next run.
+	inError := data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+bad["id"].(string), nil))
+	require.Equal(t, "error", inError["status"])
+	require.Contains(t, inError["lastError"], "refused the bridge's credentials")
+	// ... it refuses the next run, and reactivating it clears the reason.
 	s.mustCall(409, key, "POST", "/api/v1/bridges/"+bad["id"].(string)+"/tasks/grab-orders/run", nil)
+	back := data(s.mustCall(200, key, "PATCH", "/api/v1/bridges/"+bad["id"].(string), map[string]any{"status": "active"}))
+	require.Equal(t, "active", back["status"])
+	require.Nil(t, back["lastError"])
 }
 
 // hubStack is the stack with shipping_hub_a's own connector pointed at the

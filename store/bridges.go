@@ -41,11 +41,12 @@ type Bridge struct {
 	Credentials    []byte         `db:"credentials"`
 	Status         string         `db:"status"`
 	LastSyncAt     *time.Time     `db:"last_sync_at"`
+	LastError      *string        `db:"last_error"` // why it is in error; cleared by a status change or a completed sync
 	CreatedAt      time.Time      `db:"created_at"`
 	UpdatedAt      time.Time      `db:"updated_at"`
 }
 
-const bridgeCols = `id, organization_id, type, name, config, credentials, status, last_sync_at, created_at, updated_at`
+const bridgeCols = `id, organization_id, type, name, config, credentials, status, last_sync_at, last_error, created_at, updated_at`
 
 // BridgeFullConfig returns the bridge's whole config: the stored non-secret
 // keys plus the decrypted secret keys (a secret wins on a key clash). The
@@ -220,6 +221,7 @@ func UpdateBridge(ctx context.Context, db DBTX, orgID, id uuid.UUID, p BridgePat
 UPDATE bridges
    SET name = coalesce($3, name),
        status = coalesce($4, status),
+       last_error = CASE WHEN $4::text IS NULL OR $4::text = status THEN last_error END,
        config = coalesce($5::jsonb, config),
        credentials = CASE WHEN $5::jsonb IS NULL THEN credentials ELSE $6::bytea END,
        updated_at = now()
