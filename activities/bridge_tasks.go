@@ -238,7 +238,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 	case platforms.TaskGrabOrders:
 		orders, next, err := conn.ListOrders(ctx, bridge, in.Since, in.Cursor)
 		if err != nil {
-			return SyncPageResult{}, a.taskPlatformError(ctx, b, err)
+			return SyncPageResult{}, a.pageError(ctx, b, in, err)
 		}
 		heartbeat(ctx, in.Cursor)
 		advance.Next = next
@@ -276,7 +276,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 		}
 		list, next, err := lister.ListShipments(ctx, bridge, in.Since, in.Cursor)
 		if err != nil {
-			return SyncPageResult{}, a.taskPlatformError(ctx, b, err)
+			return SyncPageResult{}, a.pageError(ctx, b, in, err)
 		}
 		heartbeat(ctx, in.Cursor)
 		advance.Next = next
@@ -294,6 +294,18 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 		}}, nil
 	}
 	return SyncPageResult{}, notSupported(in.TaskName, b.Type)
+}
+
+// pageError classifies a failed page fetch. A page cursor the platform
+// refuses for good (expired, unknown) is dropped, so that the next sync
+// starts again from the high-water mark instead of failing on it forever.
+func (a *BridgeTaskActivities) pageError(ctx context.Context, b store.Bridge, in SyncPageInput, err error) error {
+	if in.Cursor != "" && !platforms.IsRetryable(err) && !errors.Is(err, platforms.ErrUnauthorized) && !errors.Is(err, platforms.ErrNotAvailable) {
+		if rerr := store.ResetSyncPaging(ctx, a.Store.Pool, b.ID, in.TaskName); rerr != nil {
+			return fmt.Errorf("reset sync paging: %w", rerr)
+		}
+	}
+	return a.taskPlatformError(ctx, b, err)
 }
 
 // ---- warehouse-sync ----

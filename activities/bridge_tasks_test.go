@@ -175,8 +175,13 @@ func newTaskFixture(t testing.TB, st *store.Store, conn platforms.Connector, fak
 // newExec inserts a running execution of task and returns its id.
 func (f *taskFixture) newExec(task string) string {
 	f.t.Helper()
+	// One run of a task per bridge: an earlier one (a test's "crashed" run)
+	// is failed first, as the reconciler would.
+	_, err := f.st.Pool.Exec(context.Background(), `UPDATE task_executions SET status = 'failed'
+		WHERE bridge_id = $1 AND task_name = $2 AND status IN ('queued', 'running')`, f.bridgeID, task)
+	require.NoError(f.t, err)
 	id := uuid.New()
-	_, err := store.CreateTaskExecution(context.Background(), f.st.Pool, store.TaskExecution{
+	_, err = store.CreateTaskExecution(context.Background(), f.st.Pool, store.TaskExecution{
 		ID: id, OrganizationID: f.orgID, BridgeID: f.bridgeID, TaskName: task, WorkflowID: "bridge-task/" + id.String()})
 	require.NoError(f.t, err)
 	return id.String()
@@ -319,6 +324,36 @@ func TestBridgeTaskPlatformErrors(t *testing.T) {
 	require.True(t, appErr.NonRetryable())
 }
 
+func TestGrabOrdersDropsACursorThePlatformRefuses(t *testing.T) {
+	st := storetest.New(t)
+	t0 := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
+	fake := &fakePlatform{pageSize: 2}
+	for i := range 5 {
+		fake.orders = append(fake.orders, fakeOrder(i, t0.Add(time.Duration(i)*time.Minute)))
+	}
+	f := newTaskFixture(t, st, fake, fake)
+	ctx := context.Background()
+	org, bridge := f.orgID.String(), f.bridgeID.String()
+	in := SyncPageInput{OrganizationID: org, TaskExecutionID: f.newExec("grab-orders"), BridgeID: bridge, TaskName: platforms.TaskGrabOrders}
+	first, err := f.acts.SyncPage(ctx, in)
+	require.NoError(t, err)
+
+	// The platform no longer accepts the stored cursor (expired page_info).
+	fake.err = &platforms.Error{StatusCode: 400, Code: platforms.CodeInvalidRequest, Message: "page_info is invalid"}
+	in.Cursor = first.Next
+	_, err = f.acts.SyncPage(ctx, in)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.True(t, appErr.NonRetryable())
+	fake.err = nil
+
+	// The next sync starts over (from the last completed sync: everything).
+	begin, err := f.acts.BeginSync(ctx, BeginSyncInput{OrganizationID: org, BridgeID: bridge, TaskName: platforms.TaskGrabOrders})
+	require.NoError(t, err)
+	require.False(t, begin.Resumed)
+	require.Equal(t, SyncCounts{Fetched: 5, Created: 3, Unchanged: 2}, f.grab(platforms.TaskGrabOrders))
+}
+
 func TestBridgeTasksNotSupportedByAPlainConnector(t *testing.T) {
 	st := storetest.New(t)
 	fake := &fakePlatform{pageSize: 10}
@@ -447,8 +482,9 @@ func TestReconcileTaskExecutions(t *testing.T) {
 	tc := mocks.NewClient(t)
 	m := &MaintenanceActivities{Store: st, Temporal: tc}
 	ids := map[string]string{}
+	tasks := map[string]string{"missing": "grab-orders", "running": "grab-shipments", "terminated": "warehouse-sync", "fresh": "push-fulfillment"}
 	for _, k := range []string{"missing", "running", "terminated", "fresh"} {
-		ids[k] = f.newExec("grab-orders")
+		ids[k] = f.newExec(tasks[k])
 		if k != "fresh" {
 			_, err := st.Pool.Exec(ctx, `UPDATE task_executions SET created_at = now() - interval '1 hour' WHERE id = $1`, ids[k])
 			require.NoError(t, err)

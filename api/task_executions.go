@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -147,6 +148,9 @@ func (s *Server) runBridgeTask(r *http.Request, b store.Bridge, taskName, field 
 	e, err := store.CreateTaskExecution(r.Context(), s.store.Pool, store.TaskExecution{
 		ID: id, OrganizationID: p.OrganizationID, BridgeID: b.ID, TaskName: taskName, Input: raw, WorkflowID: wfID,
 	})
+	if errors.Is(err, store.ErrConflict) {
+		return store.TaskExecution{}, nil, errConflict("a " + taskName + " run of this bridge is already queued or running")
+	}
 	if err != nil {
 		return store.TaskExecution{}, nil, notFoundAs(err, "bridge")
 	}

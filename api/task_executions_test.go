@@ -88,6 +88,10 @@ func TestRunBridgeTaskQueuesAndReads(t *testing.T) {
 	require.Equal(t, 202, res.Code, "%s", res.Raw)
 	require.Equal(t, map[string]any{"full": true}, res.data()["input"])
 	second := res.data()["id"].(string)
+	// While a grab-orders run is queued, another is refused.
+	res = e.do(key, "POST", "/api/v1/bridges/"+bridgeID+"/tasks/grab-orders/run", nil)
+	requireError(t, res, 409, "conflict")
+	require.Contains(t, res.Body["error"].(map[string]any)["message"], "already queued or running")
 
 	got := e.do(key, "GET", "/api/v1/task-executions/"+execID, nil)
 	require.Equal(t, 200, got.Code, "%s", got.Raw)
@@ -164,7 +168,10 @@ func TestRunBridgeTaskStartFailureKeepsTheRow(t *testing.T) {
 	// Refused: nothing runs, the row is failed.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
 		Return(nil, serviceerror.NewInvalidArgument("bad")).Once()
-	requireError(t, e.do(owner.caller, "POST", "/api/v1/bridges/"+b+"/tasks/grab-orders/run", nil), 500, "internal")
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/bridges/"+b+"/tasks/warehouse-sync/run", nil), 500, "internal")
+	// The queued one still holds its task: a new grab-orders waits for the
+	// reconciler.
+	requireError(t, e.do(owner.caller, "POST", "/api/v1/bridges/"+b+"/tasks/grab-orders/run", nil), 409, "conflict")
 
 	list := e.do(owner.caller, "GET", "/api/v1/bridges/"+b+"/executions", nil)
 	require.Equal(t, 200, list.Code)

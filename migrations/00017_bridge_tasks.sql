@@ -21,6 +21,8 @@ CREATE TABLE task_executions (
 CREATE INDEX task_executions_bridge_created_idx ON task_executions (organization_id, bridge_id, created_at DESC, id DESC);
 -- The reconciler's work list: rows still waiting on their run.
 CREATE INDEX task_executions_waiting_idx ON task_executions (created_at) WHERE status IN ('queued', 'running');
+-- One run of a task per bridge at a time (two syncs would move one cursor).
+CREATE UNIQUE INDEX task_executions_one_active_key ON task_executions (bridge_id, task_name) WHERE status IN ('queued', 'running');
 
 -- A bridge's sync position per task (grab-orders, grab-shipments): since
 -- is the high-water mark (the newest platform updated_at of the last

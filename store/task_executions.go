@@ -37,7 +37,8 @@ const taskExecutionCols = `id, organization_id, bridge_id, task_name, status, in
 
 // CreateTaskExecution inserts a queued execution (ID, OrganizationID,
 // BridgeID, TaskName, WorkflowID set by the caller; nil Input is {}).
-// ErrNotFound when the bridge is not the organization's.
+// ErrNotFound when the bridge is not the organization's; ErrConflict when
+// a run of the same task of the bridge is queued or running.
 func CreateTaskExecution(ctx context.Context, db DBTX, e TaskExecution) (TaskExecution, error) {
 	if e.Input == nil {
 		e.Input = json.RawMessage(`{}`)
@@ -122,6 +123,15 @@ func StaleTaskExecutions(ctx context.Context, db DBTX, cutoff time.Time, limit i
  WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
+}
+
+// ResetSyncPaging drops the paging in flight of a bridge's sync (a page
+// cursor the platform no longer accepts): the next sync starts again from
+// the high-water mark, so nothing is skipped.
+func ResetSyncPaging(ctx context.Context, db DBTX, bridgeID uuid.UUID, task string) error {
+	_, err := db.Exec(ctx, `UPDATE bridge_sync_cursors SET page_cursor = NULL, run_since = NULL, run_high_water = NULL,
+ last_page = NULL, updated_at = now() WHERE bridge_id = $1 AND task_name = $2`, bridgeID, task)
+	return mapErr(err)
 }
 
 // SetBridgeError moves a bridge to error with the reason (credentials

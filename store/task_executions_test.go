@@ -158,6 +158,9 @@ func TestTaskExecutionLifecycle(t *testing.T) {
 	require.JSONEq(t, `{}`, string(e.Input))
 	_, err = store.TaskExecutionByID(ctx, s.Pool, other, id)
 	require.ErrorIs(t, err, store.ErrNotFound)
+	// One run of a task per bridge at a time.
+	_, err = store.CreateTaskExecution(ctx, s.Pool, store.TaskExecution{ID: uuid.New(), OrganizationID: org, BridgeID: b.ID, TaskName: "grab-orders", WorkflowID: "w3"})
+	require.ErrorIs(t, err, store.ErrConflict)
 
 	stale, err := store.StaleTaskExecutions(ctx, s.Pool, time.Now().Add(time.Minute), 10)
 	require.NoError(t, err)

@@ -61,12 +61,14 @@ var (
 		},
 	}
 	// bridgeTaskPageOptions: one platform call and one transaction; it
-	// heartbeats between them. Transient platform failures are retried
+	// heartbeats between them, so the heartbeat timeout is longer than a
+	// platform call that waits out a rate-limit window inside (a minute on
+	// the slowest marketplace). Transient platform failures are retried
 	// with backoff (a rate-limited call after the wait the platform asked
 	// for); permanent ones fail at once.
 	bridgeTaskPageOptions = workflow.ActivityOptions{
-		StartToCloseTimeout: 5 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    3 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 8,
 			NonRetryableErrorTypes: activities.PermanentTaskErrorTypes,
@@ -76,7 +78,7 @@ var (
 	// walks every shipment to push, heartbeating each).
 	bridgeTaskLongOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Minute,
-		HeartbeatTimeout:    time.Minute,
+		HeartbeatTimeout:    3 * time.Minute,
 		RetryPolicy:         bridgeTaskPageOptions.RetryPolicy,
 	}
 )
