@@ -208,14 +208,20 @@ func (f *taskFixture) grab(task string) SyncCounts {
 	}
 }
 
-func TestGrabOrdersPagesCursorAndHooks(t *testing.T) {
-	st := storetest.New(t)
+// fiveOrderFixture is a bridge whose platform holds five orders, updated a
+// minute apart from t0, in pages of two.
+func fiveOrderFixture(t *testing.T) (*taskFixture, *fakePlatform, time.Time) {
 	t0 := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
 	fake := &fakePlatform{pageSize: 2}
 	for i := range 5 {
 		fake.orders = append(fake.orders, fakeOrder(i, t0.Add(time.Duration(i)*time.Minute)))
 	}
-	f := newTaskFixture(t, st, fake, fake)
+	return newTaskFixture(t, storetest.New(t), fake, fake), fake, t0
+}
+
+func TestGrabOrdersPagesCursorAndHooks(t *testing.T) {
+	f, fake, t0 := fiveOrderFixture(t)
+	st := f.st
 	ctx := context.Background()
 
 	require.Equal(t, SyncCounts{Fetched: 5, Created: 5}, f.grab(platforms.TaskGrabOrders))
@@ -242,13 +248,8 @@ func TestGrabOrdersPagesCursorAndHooks(t *testing.T) {
 }
 
 func TestGrabOrdersResumesAfterACrashAndReplaysAStoredPage(t *testing.T) {
-	st := storetest.New(t)
-	t0 := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
-	fake := &fakePlatform{pageSize: 2}
-	for i := range 5 {
-		fake.orders = append(fake.orders, fakeOrder(i, t0.Add(time.Duration(i)*time.Minute)))
-	}
-	f := newTaskFixture(t, st, fake, fake)
+	f, fake, _ := fiveOrderFixture(t)
+	st := f.st
 	ctx := context.Background()
 	org, bridge := f.orgID.String(), f.bridgeID.String()
 
@@ -325,13 +326,7 @@ func TestBridgeTaskPlatformErrors(t *testing.T) {
 }
 
 func TestGrabOrdersDropsACursorThePlatformRefuses(t *testing.T) {
-	st := storetest.New(t)
-	t0 := time.Date(2026, 4, 1, 12, 0, 0, 0, time.UTC)
-	fake := &fakePlatform{pageSize: 2}
-	for i := range 5 {
-		fake.orders = append(fake.orders, fakeOrder(i, t0.Add(time.Duration(i)*time.Minute)))
-	}
-	f := newTaskFixture(t, st, fake, fake)
+	f, fake, _ := fiveOrderFixture(t)
 	ctx := context.Background()
 	org, bridge := f.orgID.String(), f.bridgeID.String()
 	in := SyncPageInput{OrganizationID: org, TaskExecutionID: f.newExec("grab-orders"), BridgeID: bridge, TaskName: platforms.TaskGrabOrders}
