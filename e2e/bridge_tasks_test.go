@@ -77,6 +77,7 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.BridgeTaskWorkflowID(execID), "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
+	writeHistory(t, ctx, s.temporal, workflows.BridgeTaskWorkflowID(execID), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "bridge_task_history.json")
 
 	// A second run starts at the high-water mark: nothing new is created.
 	again := s.waitForExecution(key, data(s.mustCall(202, key, "POST", "/api/v1/bridges/"+bridgeID+"/tasks/grab-orders/run", nil))["id"].(string))
@@ -110,6 +111,10 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	failed := s.waitForExecution(key, data(s.mustCall(202, key, "POST", "/api/v1/bridges/"+bad["id"].(string)+"/tasks/grab-orders/run", nil))["id"].(string))
 	require.Equal(t, "failed", failed["status"])
 	require.Contains(t, failed["error"], "refused its credentials")
+	fdesc, err := s.temporal.DescribeWorkflowExecution(ctx, failed["workflowId"].(string), "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fdesc.GetWorkflowExecutionInfo().GetStatus())
+	writeHistory(t, ctx, s.temporal, failed["workflowId"].(string), fdesc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "bridge_task_failed_history.json")
 	inError := data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+bad["id"].(string), nil))
 	require.Equal(t, "error", inError["status"])
 	require.Contains(t, inError["lastError"], "refused the bridge's credentials")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fos-dev/fos/activities"
@@ -194,4 +195,17 @@ func TestBridgeTaskAlreadyFinished(t *testing.T) {
 	env.ExecuteWorkflow(BridgeTask, BridgeTaskInput{OrganizationID: btOrg, TaskExecutionID: btExec})
 	require.NoError(t, env.GetWorkflowError())
 	env.AssertExpectations(t) // no FinishBridgeTask
+}
+
+// TestBridgeTaskReplay replays a completed grab-orders run and a run that
+// failed on refused credentials, recorded by the end-to-end test
+// (FOS_UPDATE_HISTORY=1 go test ./e2e/ -run TestBridgeTasksEndToEnd).
+func TestBridgeTaskReplay(t *testing.T) {
+	for _, file := range []string{"bridge_task_history.json", "bridge_task_failed_history.json"} {
+		t.Run(file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(BridgeTask, workflow.RegisterOptions{Name: BridgeTaskWorkflowType})
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
+		})
+	}
 }
