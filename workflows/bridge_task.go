@@ -205,7 +205,7 @@ func taskFailureOf(err error) (msg, typ string) {
 	var canceledErr *temporal.CanceledError
 	switch {
 	case errors.As(err, &appErr) && slices.Contains(tenantErrorTypes, appErr.Type()):
-		return appErr.Message(), appErr.Type()
+		return activities.TenantText(appErr.Message()), appErr.Type()
 	case errors.As(err, &timeoutErr):
 		return "the platform did not answer in time", "Timeout"
 	case errors.As(err, &canceledErr):
