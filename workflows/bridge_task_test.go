@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
-	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fos-dev/fos/activities"
@@ -203,7 +202,7 @@ func TestBridgeTaskAlreadyFinished(t *testing.T) {
 func TestBridgeTaskReplay(t *testing.T) {
 	for _, file := range []string{"bridge_task_history.json", "bridge_task_failed_history.json"} {
 		t.Run(file, func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
+			r := newReplayer(t)
 			r.RegisterWorkflowWithOptions(BridgeTask, workflow.RegisterOptions{Name: BridgeTaskWorkflowType})
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
