@@ -27,9 +27,10 @@ func (s *Server) mountTaskExecutions(r chi.Router) {
 	write.Post("/bridges/{id}/tasks/{taskName}/run", s.h(s.runBridgeTaskHandler))
 }
 
-// bridgeTaskQueue is the task queue BridgeTask runs on (the bulk queue
-// once there is one).
-func (s *Server) bridgeTaskQueue() string { return s.taskQueue }
+// bridgeTaskQueue is the task queue BridgeTask runs on: the bulk queue
+// (syncs page through thousands of orders; interactive work must not wait
+// behind them).
+func (s *Server) bridgeTaskQueue() string { return s.bulkTaskQueue }
 
 // taskExecutionJSON is the task execution resource (camelCase); every
 // field present.

@@ -43,7 +43,7 @@ func expectTaskStart(t *testing.T, tc *mocks.Client, orgID, bridgeID, task strin
 	tc.On("ExecuteWorkflow", mock.Anything,
 		mock.MatchedBy(func(o client.StartWorkflowOptions) bool {
 			org, ok := o.TypedSearchAttributes.GetKeyword(worker.OrganizationIDKey)
-			return strings.HasPrefix(o.ID, "bridge-task/") && o.TaskQueue == "fos-test" && ok && org == orgID &&
+			return strings.HasPrefix(o.ID, "bridge-task/") && o.TaskQueue == "fos-test-bulk" && ok && org == orgID &&
 				o.Memo["bridgeId"] == bridgeID && o.Memo["taskName"] == task && o.Memo["taskExecutionId"] == strings.TrimPrefix(o.ID, "bridge-task/")
 		}),
 		mock.MatchedBy(func(fn any) bool {
