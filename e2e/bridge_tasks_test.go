@@ -253,3 +253,35 @@ func BenchmarkGrabOrdersSandbox10k(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// Imported orders go through the order-created hook as the API's create
+// does: an active split rule splits new orders, and a second import (no
+// new orders) splits nothing more.
+func TestGrabOrdersRunsSplitRules(t *testing.T) {
+	s := start(t)
+	signup := data(s.mustCall(201, "", "POST", "/api/v1/auth/signup", map[string]any{
+		"email": "e2e-" + uuid.NewString()[:8] + "@example.com", "password": "correct horse", "first_name": "Ada", "last_name": "Lovelace", "organization_name": "E2E Split",
+	}))
+	orgID := signup["organization"].(map[string]any)["id"].(string)
+	code, out := s.call(signup["access_token"].(string), orgID, "POST", "/api/v1/api-keys", map[string]any{
+		"name": "e2e", "scopes": []string{"bridges:read", "bridges:write", "orders:read", "dispatchers:read", "dispatchers:write"},
+	})
+	require.Equal(t, 201, code, "%v", out)
+	key := data(out)["key"].(string)
+	bridgeID := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "storefront_a", "name": "Split shop", "config": map[string]any{"shopDomain": "split-" + uuid.NewString()[:8] + ".example.com", "accessToken": "shpat_e2e"},
+	}))["id"].(string)
+	rule := data(s.mustCall(201, key, "POST", "/api/v1/split-rules", map[string]any{
+		"name": "By SKU", "method": "field_group", "groupField": "lineItems[].sku", "bridgeId": bridgeID,
+	}))
+
+	first := s.runTask(key, bridgeID, "grab-orders")
+	require.Equal(t, "completed", first["status"], "%v", first)
+	split := data(s.mustCall(200, key, "GET", "/api/v1/split-rules/"+rule["id"].(string), nil))["ordersSplit"].(float64)
+	require.Positive(t, split, "the sandbox catalog has orders of several SKUs")
+
+	again := s.runTask(key, bridgeID, "grab-orders")
+	require.Equal(t, "completed", again["status"], "%v", again)
+	require.Equal(t, float64(0), again["output"].(map[string]any)["created"], "%v", again["output"])
+	require.Equal(t, split, data(s.mustCall(200, key, "GET", "/api/v1/split-rules/"+rule["id"].(string), nil))["ordersSplit"])
+}

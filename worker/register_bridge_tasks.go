@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -12,12 +13,16 @@ import (
 // (bridge-task/<taskExecutionId>) and its activities, among them the
 // reconciler of task executions that Maintenance calls.
 func registerBridgeTasks(r sdkworker.Registry, deps Deps) {
+	hooks := deps.OrderHooks
+	if hooks == nil { // as the API's order create: the organization's split rules
+		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger}
+	}
 	r.RegisterWorkflowWithOptions(workflows.BridgeTask, workflow.RegisterOptions{Name: workflows.BridgeTaskWorkflowType})
 	r.RegisterActivity(&activities.BridgeTaskActivities{
 		Store:      deps.Store,
 		Secrets:    deps.Secrets,
 		Platforms:  deps.Platforms,
-		OrderHooks: deps.OrderHooks,
+		OrderHooks: hooks,
 		Logger:     deps.Logger.With("component", "activities"),
 	})
 }

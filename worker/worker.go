@@ -30,7 +30,8 @@ type Deps struct {
 	Platforms *platforms.Registry
 	// Carriers maps carrier codes to carrier adapters.
 	Carriers *carriers.Registry
-	// OrderHooks runs for each order a bridge sync creates (nil: none).
+	// OrderHooks runs for each order a bridge sync creates (nil:
+	// rules.Hooks over Store, as the API).
 	OrderHooks rules.OrderHooks
 	Logger     *slog.Logger
 	// Options tunes the Temporal worker (zero value: SDK defaults).
