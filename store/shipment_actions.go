@@ -150,3 +150,9 @@ type ShipmentActionAddress struct {
 	Zip     string `json:"zip"`
 	Country string `json:"country"`
 }
+
+// PendingShipmentActions lists action records still pending created before
+// olderThan, oldest first.
+func PendingShipmentActions(ctx context.Context, db DBTX, olderThan time.Time, limit int) ([]PendingRow, error) {
+	return pendingRows(ctx, db, "shipment_actions", olderThan, limit)
+}
