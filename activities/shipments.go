@@ -1,12 +1,15 @@
 package activities
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,9 +27,14 @@ const (
 	// carrier does not offer actions), or the shipment cannot be sent to a
 	// carrier (no tracking number, carrier account deleted or not active).
 	ErrTypeShipmentActionRejected = "ShipmentActionRejected"
-	// ErrTypeShipmentCarrierUnavailable: a carrier failure worth retrying
-	// (network, timeout, 429, 5xx).
+	// ErrTypeShipmentCarrierUnavailable: the call never reached the carrier
+	// (carriers.NotSent: connection refused, DNS failure, 429); worth
+	// retrying.
 	ErrTypeShipmentCarrierUnavailable = "ShipmentCarrierUnavailable"
+	// ErrTypeShipmentActionOutcomeUnknown: the call may have reached the
+	// carrier and no answer came back (timeout after sending, 5xx); not
+	// repeated, since a delivery change may carry a fee.
+	ErrTypeShipmentActionOutcomeUnknown = "ShipmentActionOutcomeUnknown"
 	// ErrTypeShipmentActionGone: the action record (or its shipment) no
 	// longer exists.
 	ErrTypeShipmentActionGone = "ShipmentActionGone"
@@ -35,7 +43,7 @@ const (
 // PermanentShipmentActionErrorTypes are the non-retryable error types of
 // SendShipmentAction, for retry policies.
 var PermanentShipmentActionErrorTypes = []string{
-	ErrTypeShipmentActionRejected, ErrTypeShipmentActionGone, ErrTypeInvalidInput,
+	ErrTypeShipmentActionRejected, ErrTypeShipmentActionGone, ErrTypeShipmentActionOutcomeUnknown, ErrTypeInvalidInput,
 }
 
 // ShipmentActivities are the activities on shipments, shipment actions and
@@ -162,18 +170,28 @@ func CarrierShipmentAction(act store.ShipmentAction, trackingNumber string) (car
 	return out, nil
 }
 
-// ShipmentCarrierError maps a carrier adapter error to an activity error:
-// retryable failures (network, 429, 5xx) stay retryable, every other one is
-// a non-retryable rejection. Its message is CarrierErrorMessage (never
-// credentials, internal addresses or Go error text); the cause keeps the
-// detail.
+// ShipmentCarrierError maps a carrier adapter error of a delivery change
+// (which may carry a fee) to an activity error: a call that never reached
+// the carrier (carriers.NotSent) stays retryable; one whose outcome is
+// unknown (a timeout after sending, a 5xx) is a non-retryable
+// ErrTypeShipmentActionOutcomeUnknown, never blindly repeated; every other
+// failure is a non-retryable rejection. Its message is CarrierErrorMessage
+// (never credentials, internal addresses or Go error text); the cause keeps
+// the detail.
 func ShipmentCarrierError(err error) error {
 	msg := CarrierErrorMessage(err)
-	if carriers.IsRetryable(err) {
+	switch {
+	case carriers.NotSent(err):
 		return temporal.NewApplicationErrorWithCause(msg, ErrTypeShipmentCarrierUnavailable, err)
+	case carriers.Unanswered(err):
+		return temporal.NewNonRetryableApplicationError(ShipmentActionUnknownMessage+" ("+msg+")", ErrTypeShipmentActionOutcomeUnknown, err)
 	}
 	return temporal.NewNonRetryableApplicationError(msg, ErrTypeShipmentActionRejected, err)
 }
+
+// ShipmentActionUnknownMessage is the error of an action whose outcome at
+// the carrier is unknown.
+const ShipmentActionUnknownMessage = "the carrier did not answer; the change may or may not have been made: check with the carrier before sending it again"
 
 // CarrierErrorMessage is what a client may read of a failed carrier call:
 // the carrier's own code and message when the carrier answered, a timeout,
@@ -280,4 +298,387 @@ func (a *ShipmentActivities) log() *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return a.Logger
+}
+
+// --- calls that spend money: label purchase (ShipmentLabel) ---
+
+// Error types of the activities that call a carrier to spend money or book
+// something (BuyShipmentLabel, BookPickup). Only ErrTypeCarrierNotSent is
+// worth repeating: the call provably never reached the carrier
+// (carriers.NotSent). The workflows run these activities once per attempt
+// (no Temporal retries: a Temporal retry would also repeat a call that timed
+// out after it was sent) and repeat them themselves on ErrTypeCarrierNotSent
+// only.
+const (
+	// ErrTypeCarrierNotSent: the call never reached the carrier
+	// (connection refused, DNS failure, 429); repeating it is safe.
+	ErrTypeCarrierNotSent = "CarrierNotSent"
+	// ErrTypeCarrierRefused: the carrier answered with a definite refusal
+	// (or the adapter refused before calling); nothing was bought. Its
+	// details are a CarrierFailure.
+	ErrTypeCarrierRefused = "CarrierRefused"
+	// ErrTypeCarrierOutcomeUnknown: the call may have reached the carrier
+	// and no definite answer came back (a timeout after sending, a reset, a
+	// 5xx, an unreadable answer). Its details are a CarrierFailure.
+	ErrTypeCarrierOutcomeUnknown = "CarrierOutcomeUnknown"
+	// ErrTypePurchaseGone: the shipment or pickup being bought or booked
+	// was deleted, or is no longer pending.
+	ErrTypePurchaseGone = "PurchaseGone"
+)
+
+// CarrierFailure is what a client may read of a failed carrier call (the
+// details of ErrTypeCarrierRefused and ErrTypeCarrierOutcomeUnknown): never
+// credentials, internal addresses or Go error text.
+type CarrierFailure struct {
+	Carrier string `json:"carrier"`
+	// Code is the carrier's error code ("" when the carrier gave none).
+	Code string `json:"code"`
+	// Message is CarrierErrorMessage of the failure; CarrierMessage the
+	// carrier's own message, when it answered.
+	Message        string `json:"message"`
+	CarrierMessage string `json:"carrierMessage"`
+	StatusCode     int    `json:"statusCode"`
+	// Invalid: the carrier refused the request itself as invalid (the
+	// client's to fix); NotSupported: the carrier does not offer it.
+	Invalid      bool `json:"invalid"`
+	NotSupported bool `json:"notSupported"`
+	// APICode, when set, is the API error code of a refusal that happened
+	// before any carrier call (e.g. carrier_account_not_active).
+	APICode string `json:"apiCode,omitempty"`
+}
+
+// CarrierFailureOf describes a failed carrier call.
+func CarrierFailureOf(err error) CarrierFailure {
+	f := CarrierFailure{Message: CarrierErrorMessage(err), Invalid: CarrierRefusedRequest(err), NotSupported: errors.Is(err, carriers.ErrNotSupported)}
+	if ce, ok := carriers.AsError(err); ok {
+		f.Carrier, f.Code, f.CarrierMessage, f.StatusCode = ce.Carrier, ce.Code, ce.Message, ce.StatusCode
+	}
+	return f
+}
+
+// CarrierRefusedRequest reports whether the carrier refused the request
+// itself as invalid (ErrInvalidRequest, or another 4xx that is neither a
+// credentials refusal, a not-found, a timeout nor a rate limit): the
+// client's to fix, not the carrier's failure.
+func CarrierRefusedRequest(err error) bool {
+	if errors.Is(err, carriers.ErrUnauthorized) || errors.Is(err, carriers.ErrNotSupported) || errors.Is(err, carriers.ErrNotConfigured) {
+		return false
+	}
+	if errors.Is(err, carriers.ErrInvalidRequest) {
+		return true
+	}
+	ce, ok := carriers.AsError(err)
+	if !ok || ce.Retryable || ce.StatusCode < 400 || ce.StatusCode >= 500 {
+		return false
+	}
+	switch ce.StatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusRequestTimeout, http.StatusTooManyRequests:
+		return false
+	}
+	return true
+}
+
+// carrierCallError is the activity error of a failed money-spending call:
+// retryable ErrTypeCarrierNotSent when the call never reached the carrier,
+// else non-retryable ErrTypeCarrierOutcomeUnknown or ErrTypeCarrierRefused
+// with the CarrierFailure as details.
+func carrierCallError(err error) error {
+	f := CarrierFailureOf(err)
+	switch {
+	case carriers.NotSent(err):
+		return temporal.NewApplicationErrorWithCause(f.Message, ErrTypeCarrierNotSent, err, f)
+	case carriers.Unanswered(err):
+		return temporal.NewNonRetryableApplicationError(f.Message, ErrTypeCarrierOutcomeUnknown, err, f)
+	}
+	return temporal.NewNonRetryableApplicationError(f.Message, ErrTypeCarrierRefused, err, f)
+}
+
+// refusedBeforeCall is a non-retryable ErrTypeCarrierRefused for a call
+// that was never made (apiCode: the API's error code for it).
+func refusedBeforeCall(apiCode, msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeCarrierRefused, nil, CarrierFailure{Message: msg, APICode: apiCode})
+}
+
+func purchaseGone(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypePurchaseGone, nil)
+}
+
+// purchaseIDs parses UUIDs of an activity input (name, value pairs).
+func purchaseIDs(pairs ...any) ([]uuid.UUID, error) {
+	out := make([]uuid.UUID, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		id, err := uuid.Parse(pairs[i+1].(string))
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError(pairs[i].(string)+" is not a UUID", ErrTypeInvalidInput, nil)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// accountAdapter loads a carrier account of the organization with its
+// adapter and opened credentials; a deleted or (with active) not active
+// account is a non-retryable ErrTypeCarrierRefused.
+func (a *ShipmentActivities) accountAdapter(ctx context.Context, orgID, acctID uuid.UUID, active bool) (carriers.Carrier, carriers.Account, error) {
+	acct, err := store.CarrierAccountByID(ctx, a.Store.Pool, orgID, acctID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, carriers.Account{}, refusedBeforeCall("carrier_account_not_active", "the carrier account was deleted")
+	}
+	if err != nil {
+		return nil, carriers.Account{}, fmt.Errorf("read carrier account %s: %w", acctID, err)
+	}
+	if active && acct.Status != store.CarrierAccountActive {
+		return nil, carriers.Account{}, refusedBeforeCall("carrier_account_not_active", fmt.Sprintf("carrier account %q is %s; only an active account can be used", acct.Name, acct.Status))
+	}
+	if a.Secrets == nil {
+		return nil, carriers.Account{}, refusedBeforeCall("", "carrier credentials cannot be opened: no encryption key configured")
+	}
+	adapterAcct, err := store.AdapterAccount(a.Secrets, acct)
+	if err != nil {
+		return nil, carriers.Account{}, refusedBeforeCall("", "carrier credentials cannot be opened")
+	}
+	c, err := a.Carriers.Get(acct.Carrier)
+	if err != nil {
+		return nil, carriers.Account{}, refusedBeforeCall("", err.Error())
+	}
+	return c, adapterAcct, nil
+}
+
+// BuyShipmentLabelInput is the input of BuyShipmentLabel: the label request
+// the API validated (its Reference is the shipment id).
+type BuyShipmentLabelInput struct {
+	OrganizationID   string                `json:"organizationId"`
+	ShipmentID       string                `json:"shipmentId"`
+	CarrierAccountID string                `json:"carrierAccountId"`
+	Request          carriers.LabelRequest `json:"request"`
+}
+
+// BuyShipmentLabelResult is the bought label, as the shipment records it.
+type BuyShipmentLabelResult struct {
+	Label store.ShipmentLabelDoc `json:"label"`
+	// AlreadyRecorded: the shipment already holds its label (an earlier
+	// run, or an operator's reset); nothing was bought.
+	AlreadyRecorded bool `json:"alreadyRecorded"`
+}
+
+// BuyShipmentLabel buys the label of a pending shipment: one carrier call,
+// with the shipment id as the carrier reference. It buys nothing when the
+// shipment is gone or no longer pending (ErrTypePurchaseGone) or already
+// holds its label (AlreadyRecorded). A failed call is an ErrTypeCarrier*
+// error (see carrierCallError); only ErrTypeCarrierNotSent may be repeated.
+func (a *ShipmentActivities) BuyShipmentLabel(ctx context.Context, in BuyShipmentLabelInput) (BuyShipmentLabelResult, error) {
+	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID, "carrierAccountId", in.CarrierAccountID)
+	if err != nil {
+		return BuyShipmentLabelResult{}, err
+	}
+	orgID, shipmentID, acctID := ids[0], ids[1], ids[2]
+	sh, err := store.ShipmentByID(ctx, a.Store.Pool, orgID, shipmentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return BuyShipmentLabelResult{}, purchaseGone("the shipment was deleted before its label was bought")
+	}
+	if err != nil {
+		return BuyShipmentLabelResult{}, fmt.Errorf("read shipment %s: %w", shipmentID, err)
+	}
+	if sh.HasLabel() {
+		return BuyShipmentLabelResult{AlreadyRecorded: true, Label: store.ShipmentLabelDoc{TrackingNumber: deref(sh.TrackingNumber)}}, nil
+	}
+	if sh.Status != store.ShipmentPending {
+		return BuyShipmentLabelResult{}, purchaseGone("the shipment is " + sh.Status + ", no longer pending its label")
+	}
+	carrier, acct, err := a.accountAdapter(ctx, orgID, acctID, true)
+	if err != nil {
+		return BuyShipmentLabelResult{}, err
+	}
+	req := in.Request
+	req.Reference = in.ShipmentID
+	l, err := carrier.CreateLabel(ctx, acct, req)
+	if err != nil {
+		a.log().WarnContext(ctx, "label purchase failed", "organization_id", orgID, "shipment_id", shipmentID, "error", err.Error())
+		return BuyShipmentLabelResult{}, carrierCallError(err)
+	}
+	a.log().InfoContext(ctx, "label bought", "organization_id", orgID, "shipment_id", shipmentID, "tracking_number", l.TrackingNumber)
+	return BuyShipmentLabelResult{Label: ShipmentLabelDoc(l)}, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// ShipmentLabelDoc is what the store keeps of a bought label.
+func ShipmentLabelDoc(l *carriers.Label) store.ShipmentLabelDoc {
+	cur := l.Currency
+	if cur == "" {
+		cur = "USD"
+	}
+	doc := store.ShipmentLabelDoc{
+		TrackingNumber: l.TrackingNumber, RateAmount: math.Round(l.TotalPrice*100) / 100, RateCurrency: cur,
+		Format: l.Format, ContentType: l.ContentType, Document: l.Document,
+	}
+	if doc.Format == "" {
+		doc.Format = carriers.FormatPDF
+	}
+	if doc.ContentType == "" {
+		doc.ContentType = "application/pdf"
+		if doc.Format == carriers.FormatZPL {
+			doc.ContentType = "application/x-zpl"
+		}
+	}
+	if !l.ShipDate.IsZero() {
+		d := l.ShipDate
+		doc.ShipDate = &d
+	}
+	if len(l.Pieces) > 1 {
+		for _, p := range l.Pieces {
+			doc.TrackingNumbers = append(doc.TrackingNumbers, p.TrackingNumber)
+			doc.Pieces = append(doc.Pieces, p.Document)
+		}
+		if doc.Format == carriers.FormatZPL {
+			// ZPL labels print one after the other from one stream.
+			doc.Document = bytes.Join(doc.Pieces, []byte("\n"))
+		}
+	}
+	if len(doc.Document) == 0 && len(l.Pieces) > 0 {
+		doc.Document = l.Pieces[0].Document
+	}
+	raw := l.Raw
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	doc.CarrierResponse, _ = json.Marshal(map[string]any{
+		"serviceType": l.ServiceType, "serviceName": l.ServiceName, "zone": l.Zone,
+		"estimatedDelivery": l.EstimatedDelivery, "breakdown": l.Breakdown, "trackingNumbers": doc.TrackingNumbers,
+		"raw": raw,
+	})
+	return doc
+}
+
+// RecordShipmentLabelInput is the input of RecordShipmentLabel.
+type RecordShipmentLabelInput struct {
+	OrganizationID string                 `json:"organizationId"`
+	ShipmentID     string                 `json:"shipmentId"`
+	Label          store.ShipmentLabelDoc `json:"label"`
+}
+
+// RecordShipmentLabel records a bought label on its pending shipment
+// (label_created). Repeating it changes nothing. A shipment deleted
+// meanwhile, or holding another label, is ErrTypePurchaseGone: the label
+// must then be voided.
+func (a *ShipmentActivities) RecordShipmentLabel(ctx context.Context, in RecordShipmentLabelInput) error {
+	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID)
+	if err != nil {
+		return err
+	}
+	sh, err := store.CompleteShipmentLabel(ctx, a.Store.Pool, ids[0], ids[1], in.Label)
+	if errors.Is(err, store.ErrNotFound) {
+		return purchaseGone("the shipment was deleted while its label was being bought")
+	}
+	if err != nil {
+		return fmt.Errorf("record the label of shipment %s: %w", in.ShipmentID, err)
+	}
+	if !in.Label.Recorded(sh) {
+		return purchaseGone("the shipment is " + sh.Status + " without this label; it cannot take it")
+	}
+	return nil
+}
+
+// VoidShipmentLabelInput is the input of VoidShipmentLabel.
+type VoidShipmentLabelInput struct {
+	OrganizationID   string `json:"organizationId"`
+	CarrierAccountID string `json:"carrierAccountId"`
+	TrackingNumber   string `json:"trackingNumber"`
+}
+
+// VoidShipmentLabel voids a bought label that could not be recorded (the
+// compensation of ShipmentLabel). Voiding is safe to repeat, so every
+// failure but a definite refusal is retryable; a label the carrier does not
+// know has nothing to void.
+func (a *ShipmentActivities) VoidShipmentLabel(ctx context.Context, in VoidShipmentLabelInput) error {
+	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
+	if err != nil {
+		return err
+	}
+	carrier, acct, err := a.accountAdapter(ctx, ids[0], ids[1], false)
+	if err != nil {
+		return err
+	}
+	err = carrier.VoidLabel(ctx, acct, in.TrackingNumber)
+	switch {
+	case err == nil || errors.Is(err, carriers.ErrNotFound):
+		a.log().InfoContext(ctx, "unrecorded label voided", "organization_id", ids[0], "tracking_number", in.TrackingNumber)
+		return nil
+	case carriers.NotSent(err) || carriers.Unanswered(err):
+		return temporal.NewApplicationErrorWithCause(CarrierErrorMessage(err), ErrTypeCarrierOutcomeUnknown, err)
+	}
+	return temporal.NewNonRetryableApplicationError(CarrierErrorMessage(err), ErrTypeCarrierRefused, err, CarrierFailureOf(err))
+}
+
+// FindShipmentLabelInput is the input of FindShipmentLabel.
+type FindShipmentLabelInput struct {
+	OrganizationID   string `json:"organizationId"`
+	CarrierAccountID string `json:"carrierAccountId"`
+	Reference        string `json:"reference"`
+}
+
+// FindShipmentLabelResult tells what the carrier knows of a label bought
+// with a reference.
+type FindShipmentLabelResult struct {
+	// Supported is false when the carrier offers no lookup by reference.
+	Supported      bool   `json:"supported"`
+	Found          bool   `json:"found"`
+	TrackingNumber string `json:"trackingNumber"`
+}
+
+// FindShipmentLabel asks the carrier, when it offers a lookup by reference
+// (carriers.LabelFinder), whether a purchase whose answer was lost bought a
+// label.
+func (a *ShipmentActivities) FindShipmentLabel(ctx context.Context, in FindShipmentLabelInput) (FindShipmentLabelResult, error) {
+	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
+	if err != nil {
+		return FindShipmentLabelResult{}, err
+	}
+	carrier, acct, err := a.accountAdapter(ctx, ids[0], ids[1], false)
+	if err != nil {
+		return FindShipmentLabelResult{}, err
+	}
+	finder, ok := carrier.(carriers.LabelFinder)
+	if !ok {
+		return FindShipmentLabelResult{}, nil
+	}
+	tn, found, err := finder.FindLabel(ctx, acct, in.Reference)
+	if err != nil {
+		return FindShipmentLabelResult{}, fmt.Errorf("look up the label of reference %s: %s", in.Reference, CarrierErrorMessage(err))
+	}
+	return FindShipmentLabelResult{Supported: true, Found: found, TrackingNumber: tn}, nil
+}
+
+// EndShipmentPurchaseInput is the input of EndShipmentPurchase.
+type EndShipmentPurchaseInput struct {
+	OrganizationID string `json:"organizationId"`
+	ShipmentID     string `json:"shipmentId"`
+	// Unknown: the purchase's outcome is unknown (the shipment becomes
+	// exception with Reason); else nothing was bought (it is deleted).
+	Unknown bool   `json:"unknown"`
+	Reason  string `json:"reason"`
+}
+
+// EndShipmentPurchase ends a pending shipment whose label was not bought:
+// deleted when nothing was bought, exception with the reason when the
+// outcome is unknown. A shipment no longer pending is left as it is.
+func (a *ShipmentActivities) EndShipmentPurchase(ctx context.Context, in EndShipmentPurchaseInput) error {
+	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID)
+	if err != nil {
+		return err
+	}
+	if in.Unknown {
+		_, err = store.FailPendingShipment(ctx, a.Store.Pool, ids[0], ids[1], in.Reason)
+	} else {
+		_, err = store.DeletePendingShipment(ctx, a.Store.Pool, ids[0], ids[1])
+	}
+	if err != nil {
+		return fmt.Errorf("end the purchase of shipment %s: %w", in.ShipmentID, err)
+	}
+	return nil
 }

@@ -164,7 +164,8 @@ func TestSendShipmentActionFailures(t *testing.T) {
 	_, err = f.st.Pool.Exec(ctx, `UPDATE shipments SET tracking_number = $2 WHERE id = $1`, f.shipmentID, f.tracking)
 	require.NoError(t, err)
 
-	// Credentials refused: permanent; carrier unavailable: retryable.
+	// Credentials refused: permanent; the carrier answers 503: the outcome
+	// is unknown (the change may carry a fee), not retried.
 	setCreds := func(creds map[string]any) {
 		sealed, err := f.box.SealJSON(creds, store.CarrierAccountCredentialsAD(f.orgID, f.accountID))
 		require.NoError(t, err)
@@ -177,7 +178,8 @@ func TestSendShipmentActionFailures(t *testing.T) {
 	require.NotContains(t, err.Error(), "sandbox-fail")
 	setCreds(map[string]any{"accountNumber": "sandbox-fail", "childKey": "k", "childSecret": "s"})
 	_, err = f.send(id)
-	requireShipmentAppErr(t, err, ErrTypeShipmentCarrierUnavailable, true)
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionOutcomeUnknown, false)
+	require.Contains(t, err.Error(), "may or may not have been made")
 
 	// The account is not active, then deleted; the shipment has no number.
 	_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET status = 'inactive' WHERE id = $1`, f.accountID)
