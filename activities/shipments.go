@@ -10,9 +10,14 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/carriers"
@@ -53,6 +58,9 @@ type ShipmentActivities struct {
 	Secrets  *secrets.Box
 	Carriers *carriers.Registry
 	Logger   *slog.Logger
+	// Temporal describes workflows (ReconcileShipments); nil uses the
+	// worker's client.
+	Temporal client.Client
 }
 
 // SendShipmentActionInput is the input of SendShipmentAction.
@@ -681,4 +689,189 @@ func (a *ShipmentActivities) EndShipmentPurchase(ctx context.Context, in EndShip
 		return fmt.Errorf("end the purchase of shipment %s: %w", in.ShipmentID, err)
 	}
 	return nil
+}
+
+// --- reconciliation of rows waiting on a workflow ---
+
+// Workflow ID prefixes of the rows ReconcileShipments checks; the
+// workflows package builds its IDs from them (CONTRACT 5 and 8b).
+const (
+	ShipmentLabelIDPrefix  = "shipment-label/"
+	PickupBookingIDPrefix  = "pickup/"
+	ShipmentActionIDPrefix = "shipment-action/"
+)
+
+// ReconcileBound is how long a shipment, pickup or shipment action may
+// stay pending before ReconcileShipments looks at its workflow: far longer
+// than a purchase takes (its carrier attempts, the records and the void).
+const ReconcileBound = 15 * time.Minute
+
+// reconcileBatch bounds the rows of each kind one run checks.
+const reconcileBatch = 500
+
+// ReconcileShipmentsInput is the input of ReconcileShipments.
+type ReconcileShipmentsInput struct {
+	// OlderThan overrides ReconcileBound (tests).
+	OlderThan time.Duration `json:"olderThan,omitempty"`
+}
+
+// ReconcileShipmentsResult counts what ReconcileShipments found.
+type ReconcileShipmentsResult struct {
+	// Running: rows whose workflow still runs (left alone).
+	Running int `json:"running"`
+	// Removed: rows whose workflow never started (nothing reached the
+	// carrier), or whose purchase the carrier proved empty or voided.
+	Removed int `json:"removed"`
+	// Failed: rows whose workflow ended without recording the outcome
+	// (terminated or timed out in the UI, …), marked failed with the reason.
+	Failed int `json:"failed"`
+}
+
+// runState is what Temporal knows of a row's workflow: no run at all
+// (never started), running, or closed with a status.
+type runState struct {
+	none, running bool
+	status        string
+}
+
+func (a *ShipmentActivities) describeRun(ctx context.Context, c client.Client, wfID string) (runState, error) {
+	d, err := c.DescribeWorkflowExecution(ctx, wfID, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return runState{none: true}, nil
+	}
+	if err != nil {
+		return runState{}, fmt.Errorf("describe workflow %s: %w", wfID, err)
+	}
+	st := d.GetWorkflowExecutionInfo().GetStatus()
+	if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return runState{running: true}, nil
+	}
+	words := map[enumspb.WorkflowExecutionStatus]string{
+		enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED: "terminated", enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT: "timed out",
+		enumspb.WORKFLOW_EXECUTION_STATUS_FAILED: "failed", enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED: "canceled",
+		enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED: "completed", enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW: "continued as new",
+	}
+	w, ok := words[st]
+	if !ok {
+		w = strings.ToLower(st.String())
+	}
+	return runState{status: w}, nil
+}
+
+// ReconcileShipments finds shipments, pickups and shipment actions left
+// pending longer than ReconcileBound and reconciles each with its workflow
+// (described with the Temporal client): a row whose workflow never started
+// (the process died between the insert and the start) is removed (a
+// shipment or pickup: nothing reached the carrier) or failed with the
+// reason (an action); a row whose run ended without recording its outcome
+// (terminated or timed out in the UI) is failed with the reason, a label
+// first looked up by its reference and voided where the carrier can; a row
+// whose run still goes is left alone. Every step is idempotent (each write
+// applies only to a row still pending).
+func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in ReconcileShipmentsInput) (ReconcileShipmentsResult, error) {
+	c := a.Temporal
+	if c == nil {
+		c = activity.GetClient(ctx)
+	}
+	bound := in.OlderThan
+	if bound <= 0 {
+		bound = ReconcileBound
+	}
+	cutoff := time.Now().Add(-bound)
+	var out ReconcileShipmentsResult
+	count := func(removed bool, err error) error {
+		if err == nil && removed {
+			out.Removed++
+		} else if err == nil {
+			out.Failed++
+		}
+		return err
+	}
+	kinds := []struct {
+		prefix string
+		list   func(context.Context, store.DBTX, time.Time, int) ([]store.PendingRow, error)
+		settle func(context.Context, store.PendingRow, runState) (removed bool, err error)
+	}{
+		{ShipmentLabelIDPrefix, store.PendingShipments, a.settleShipment},
+		{PickupBookingIDPrefix, store.PendingPickups, a.settlePickup},
+		{ShipmentActionIDPrefix, store.PendingShipmentActions, a.settleShipmentAction},
+	}
+	for _, k := range kinds {
+		rows, err := k.list(ctx, a.Store.Pool, cutoff, reconcileBatch)
+		if err != nil {
+			return out, fmt.Errorf("list pending %s rows: %w", strings.TrimSuffix(k.prefix, "/"), err)
+		}
+		for _, row := range rows {
+			st, err := a.describeRun(ctx, c, k.prefix+row.ID.String())
+			if err != nil {
+				return out, err
+			}
+			if st.running {
+				out.Running++
+				continue
+			}
+			if err := count(k.settle(ctx, row, st)); err != nil {
+				return out, err
+			}
+			a.log().WarnContext(ctx, "pending row reconciled", "workflow_id", k.prefix+row.ID.String(),
+				"organization_id", row.OrganizationID, "run", map[bool]string{true: "none", false: st.status}[st.none])
+		}
+	}
+	return out, nil
+}
+
+// settleShipment ends a pending shipment whose label workflow is not
+// running.
+func (a *ShipmentActivities) settleShipment(ctx context.Context, row store.PendingRow, st runState) (bool, error) {
+	if st.none {
+		// The process died before the start: no carrier call happened.
+		_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
+		return true, err
+	}
+	// The run ended without recording the purchase: ask the carrier where
+	// it can (a label found is voided).
+	if sh, err := store.ShipmentByID(ctx, a.Store.Pool, row.OrganizationID, row.ID); err == nil && sh.CarrierAccountID != nil {
+		if carrier, acct, err := a.accountAdapter(ctx, row.OrganizationID, *sh.CarrierAccountID, false); err == nil {
+			if finder, ok := carrier.(carriers.LabelFinder); ok {
+				tn, found, ferr := finder.FindLabel(ctx, acct, row.ID.String())
+				if ferr == nil && found {
+					ferr = carrier.VoidLabel(ctx, acct, tn)
+				}
+				if ferr == nil {
+					_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
+					return true, err
+				}
+			}
+		}
+	}
+	_, err := store.FailPendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID, fmt.Sprintf(
+		"the label purchase ended (%s) before its outcome was recorded: the label may or may not have been bought; check with the carrier (the label's reference is %s)", st.status, row.ID))
+	return false, err
+}
+
+// settlePickup ends a pending pickup whose booking workflow is not
+// running.
+func (a *ShipmentActivities) settlePickup(ctx context.Context, row store.PendingRow, st runState) (bool, error) {
+	if st.none {
+		_, err := store.DeletePendingPickup(ctx, a.Store.Pool, row.OrganizationID, row.ID)
+		return true, err
+	}
+	_, err := store.FailPendingPickup(ctx, a.Store.Pool, row.OrganizationID, row.ID, fmt.Sprintf(
+		"the pickup booking ended (%s) before its outcome was recorded: the pickup may or may not have been booked; check with the carrier", st.status))
+	return false, err
+}
+
+// settleShipmentAction fails a pending action whose workflow is not
+// running.
+func (a *ShipmentActivities) settleShipmentAction(ctx context.Context, row store.PendingRow, st runState) (bool, error) {
+	msg := "the action was never sent to the carrier (the service stopped before its workflow started); send it again"
+	if !st.none {
+		msg = fmt.Sprintf("the action's workflow ended (%s) before the carrier's answer was recorded: the change may or may not have been made; check with the carrier", st.status)
+	}
+	_, err := store.FinishShipmentAction(ctx, a.Store.Pool, row.OrganizationID, row.ID, store.ShipmentActionOutcome{Status: store.ShipmentActionFailed, Error: msg})
+	if errors.Is(err, store.ErrNotFound) {
+		err = nil
+	}
+	return false, err
 }

@@ -9,8 +9,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/carriers/carrierstest"
@@ -254,4 +261,100 @@ func TestCompletePastPickupsActivity(t *testing.T) {
 	res, err = f.acts.CompletePastPickups(ctx, CompletePastPickupsInput{AsOf: asOf})
 	require.NoError(t, err)
 	require.Zero(t, res.Completed)
+}
+
+// TestReconcileShipments: pending rows past their bound are reconciled with
+// their workflow, described through a mocked Temporal client.
+func TestReconcileShipments(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	f.acts.Temporal = tc
+	old := time.Now().Add(-time.Hour)
+	shipment := func(age time.Time) uuid.UUID {
+		id := uuid.New()
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status, created_at)
+			VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending', $4)`, id, f.orgID, f.accountID, age)
+		require.NoError(t, err)
+		return id
+	}
+	pickup := func() uuid.UUID {
+		id := uuid.New()
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time, created_at)
+			VALUES ($1, $2, $3, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00', $4)`, id, f.orgID, f.accountID, old)
+		require.NoError(t, err)
+		return id
+	}
+	action := func() uuid.UUID {
+		id := f.action("hold", store.ShipmentActionConfig{Reason: "other"})
+		_, err := f.st.Pool.Exec(ctx, `UPDATE shipment_actions SET created_at = $2 WHERE id = $1`, id, old)
+		require.NoError(t, err)
+		return id
+	}
+	describe := func(wfID string, st enumspb.WorkflowExecutionStatus) {
+		var err error
+		var res *workflowservice.DescribeWorkflowExecutionResponse
+		if st == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
+			err = serviceerror.NewNotFound("workflow not found")
+		} else {
+			res = &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: st}}
+		}
+		tc.On("DescribeWorkflowExecution", mock.Anything, wfID, "").Return(res, err).Once()
+	}
+	none := enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
+
+	neverStarted, terminated, running := shipment(old), shipment(old), shipment(old)
+	fresh := shipment(time.Now())
+	describe(ShipmentLabelIDPrefix+neverStarted.String(), none)
+	describe(ShipmentLabelIDPrefix+terminated.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	pNever, pTimedOut := pickup(), pickup()
+	describe(PickupBookingIDPrefix+pNever.String(), none)
+	describe(PickupBookingIDPrefix+pTimedOut.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT)
+	aNever, aTerminated := action(), action()
+	describe(ShipmentActionIDPrefix+aNever.String(), none)
+	describe(ShipmentActionIDPrefix+aTerminated.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
+
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	val, err := env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(t, err)
+	var res ReconcileShipmentsResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, ReconcileShipmentsResult{Running: 1, Removed: 2, Failed: 4}, res)
+
+	_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, neverStarted)
+	require.ErrorIs(t, err, store.ErrNotFound, "never started: nothing was bought")
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, terminated)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentException, sh.Status)
+	require.Contains(t, string(sh.CarrierResponse), "ended (terminated)")
+	require.Contains(t, string(sh.CarrierResponse), "may or may not have been bought")
+	for _, id := range []uuid.UUID{running, fresh} {
+		sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
+		require.NoError(t, err)
+		require.Equal(t, store.ShipmentPending, sh.Status)
+	}
+	_, err = store.PickupByID(ctx, f.st.Pool, f.orgID, pNever)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	p, err := store.PickupByID(ctx, f.st.Pool, f.orgID, pTimedOut)
+	require.NoError(t, err)
+	require.Equal(t, store.PickupFailed, p.Status)
+	require.Contains(t, string(p.CarrierResponse), "ended (timed out)")
+	a, err := store.ShipmentActionByID(ctx, f.st.Pool, f.orgID, aNever)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionFailed, a.Status)
+	require.Contains(t, *a.Error, "never sent")
+	a, err = store.ShipmentActionByID(ctx, f.st.Pool, f.orgID, aTerminated)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionFailed, a.Status)
+	require.Contains(t, *a.Error, "may or may not have been made")
+
+	// A second run finds only the running one.
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	val, err = env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, ReconcileShipmentsResult{Running: 1}, res)
 }

@@ -15,7 +15,9 @@ const ShipmentActionWorkflowType = "ShipmentAction"
 
 // ShipmentActionWorkflowID is the stable workflow ID of an action record
 // (CONTRACT section 5).
-func ShipmentActionWorkflowID(actionID string) string { return "shipment-action/" + actionID }
+func ShipmentActionWorkflowID(actionID string) string {
+	return activities.ShipmentActionIDPrefix + actionID
+}
 
 // ShipmentActionInput is the input of ShipmentAction.
 type ShipmentActionInput struct {

@@ -29,7 +29,9 @@ const (
 
 // ShipmentLabelWorkflowID is the stable workflow ID of a shipment's label
 // purchase (CONTRACT 8b).
-func ShipmentLabelWorkflowID(shipmentID string) string { return "shipment-label/" + shipmentID }
+func ShipmentLabelWorkflowID(shipmentID string) string {
+	return activities.ShipmentLabelIDPrefix + shipmentID
+}
 
 // ShipmentLabelInput is the input of ShipmentLabel: the label request the
 // API validated (its reference is the shipment id).
