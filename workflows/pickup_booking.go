@@ -28,7 +28,9 @@ const (
 
 // PickupBookingWorkflowID is the stable workflow ID of a pickup's booking
 // (CONTRACT 8b); PickupCancelWorkflowID that of its cancellation.
-func PickupBookingWorkflowID(pickupID string) string { return activities.PickupBookingIDPrefix + pickupID }
+func PickupBookingWorkflowID(pickupID string) string {
+	return activities.PickupBookingIDPrefix + pickupID
+}
 
 // PickupCancelWorkflowID is the stable workflow ID of a pickup's
 // cancellation: concurrent requests share one run.
