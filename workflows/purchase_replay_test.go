@@ -1,0 +1,34 @@
+package workflows
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+)
+
+// TestPurchaseReplay replays ShipmentLabel and PickupBooking runs recorded
+// by the end-to-end tests (FOS_UPDATE_HISTORY=1 go test ./e2e/): a label
+// recorded after its worker died mid-write, a label voided because its
+// shipment was deleted meanwhile, and a booked pickup. A change these
+// histories cannot replay fails here (guard it with workflow.GetVersion).
+func TestPurchaseReplay(t *testing.T) {
+	for file, reg := range map[string]func(*worker.WorkflowReplayer){
+		"shipment_label_history.json":        registerShipmentLabel,
+		"shipment_label_voided_history.json": registerShipmentLabel,
+		"pickup_booking_history.json": func(r *worker.WorkflowReplayer) {
+			(*r).RegisterWorkflowWithOptions(PickupBooking, workflow.RegisterOptions{Name: PickupBookingWorkflowType})
+		},
+	} {
+		t.Run(file, func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			reg(&r)
+			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
+		})
+	}
+}
+
+func registerShipmentLabel(r *worker.WorkflowReplayer) {
+	(*r).RegisterWorkflowWithOptions(ShipmentLabel, workflow.RegisterOptions{Name: ShipmentLabelWorkflowType})
+}
