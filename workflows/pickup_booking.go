@@ -59,9 +59,9 @@ func bookPickup(ctx workflow.Context, in PickupBookingInput) PurchaseResult {
 	out := PurchaseResult{ID: in.PickupID}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	rctx := workflow.WithActivityOptions(dctx, recordPurchaseOptions)
+	rctx := workflow.WithLocalActivityOptions(dctx, recordPurchaseOptions)
 	end := func(unknown bool, reason string) {
-		if err := workflow.ExecuteActivity(rctx, a.EndPickupBooking, activities.EndPickupBookingInput{
+		if err := workflow.ExecuteLocalActivity(rctx, a.EndPickupBooking, activities.EndPickupBookingInput{
 			OrganizationID: in.OrganizationID, PickupID: in.PickupID, Unknown: unknown, Reason: reason,
 		}).Get(rctx, nil); err != nil {
 			log.Warn("could not end the pending pickup; the reconciler will", "PickupId", in.PickupID, "Error", err)
@@ -78,7 +78,7 @@ func bookPickup(ctx workflow.Context, in PickupBookingInput) PurchaseResult {
 		return out
 	case err == nil:
 		out.Reference, out.Messages = booked.Booking.ConfirmationNumber, booked.Booking.Messages
-		rerr := workflow.ExecuteActivity(rctx, a.RecordPickupBooking, activities.RecordPickupBookingInput{
+		rerr := workflow.ExecuteLocalActivity(rctx, a.RecordPickupBooking, activities.RecordPickupBookingInput{
 			OrganizationID: in.OrganizationID, PickupID: in.PickupID, Booking: booked.Booking,
 		}).Get(rctx, nil)
 		if rerr == nil {

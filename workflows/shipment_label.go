@@ -93,9 +93,12 @@ var (
 		StartToCloseTimeout: 45 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	}
-	// recordPurchaseOptions: database writes; retried, since a bought label
-	// must be recorded (or voided).
-	recordPurchaseOptions = workflow.ActivityOptions{
+	// recordPurchaseOptions: database writes, run as local activities (in
+	// the workflow's worker, without a round trip through a task queue: the
+	// client is waiting). Idempotent, retried, since a bought label must be
+	// recorded (or voided); a worker that dies during one runs it again
+	// when the workflow task is replayed elsewhere.
+	recordPurchaseOptions = workflow.LocalActivityOptions{
 		StartToCloseTimeout: 15 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval:        200 * time.Millisecond,
@@ -213,9 +216,9 @@ func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResul
 	// cancelled: a bought label is recorded or voided.
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
-	rctx := workflow.WithActivityOptions(dctx, recordPurchaseOptions)
+	rctx := workflow.WithLocalActivityOptions(dctx, recordPurchaseOptions)
 	end := func(unknown bool, reason string) {
-		if err := workflow.ExecuteActivity(rctx, a.EndShipmentPurchase, activities.EndShipmentPurchaseInput{
+		if err := workflow.ExecuteLocalActivity(rctx, a.EndShipmentPurchase, activities.EndShipmentPurchaseInput{
 			OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, Unknown: unknown, Reason: reason,
 		}).Get(rctx, nil); err != nil {
 			log.Warn("could not end the pending shipment; the reconciler will", "ShipmentId", in.ShipmentID, "Error", err)
@@ -238,7 +241,7 @@ func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResul
 		return out
 	case err == nil:
 		out.Reference = bought.Label.TrackingNumber
-		rerr := workflow.ExecuteActivity(rctx, a.RecordShipmentLabel, activities.RecordShipmentLabelInput{
+		rerr := workflow.ExecuteLocalActivity(rctx, a.RecordShipmentLabel, activities.RecordShipmentLabelInput{
 			OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, Label: bought.Label,
 		}).Get(rctx, nil)
 		if rerr == nil {
