@@ -358,3 +358,90 @@ func TestReconcileShipments(t *testing.T) {
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, ReconcileShipmentsResult{Running: 1}, res)
 }
+
+// TestBuyShipmentLabelAgainstSandbox: the label purchase activity and its
+// error classes, the record and the void.
+func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	pending := func() uuid.UUID {
+		id := uuid.New()
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status)
+			VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending')`, id, f.orgID, f.accountID)
+		require.NoError(t, err)
+		return id
+	}
+	req := carriers.LabelRequest{
+		ShipFrom:    carriers.Address{Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
+		ShipTo:      carriers.Address{Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
+		Packages:    []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}}},
+		ServiceType: "FEDEX_GROUND", ShipDate: time.Now().UTC().AddDate(0, 0, 1),
+	}
+	buy := func(acts *ShipmentActivities, id uuid.UUID) (BuyShipmentLabelResult, error) {
+		return acts.BuyShipmentLabel(ctx, BuyShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(),
+			CarrierAccountID: f.accountID.String(), Request: req})
+	}
+
+	// Bought, recorded; bought again: nothing is bought, it is recorded.
+	id := pending()
+	res, err := buy(f.acts, id)
+	require.NoError(t, err)
+	require.False(t, res.AlreadyRecorded)
+	require.NotEmpty(t, res.Label.TrackingNumber)
+	require.NoError(t, f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(), Label: res.Label}))
+	require.NoError(t, f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(), Label: res.Label}), "idempotent")
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentLabelCreated, sh.Status)
+	again, err := buy(f.acts, id)
+	require.NoError(t, err)
+	require.True(t, again.AlreadyRecorded)
+	require.Equal(t, res.Label.TrackingNumber, again.Label.TrackingNumber)
+
+	// The shipment deleted: nothing bought; recording a bought label is
+	// PurchaseGone (it must be voided), and the void passes.
+	gone := pending()
+	_, err = f.st.Pool.Exec(ctx, `DELETE FROM shipments WHERE id = $1`, gone)
+	require.NoError(t, err)
+	_, err = buy(f.acts, gone)
+	requireShipmentAppErr(t, err, ErrTypePurchaseGone, false)
+	err = f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: gone.String(), Label: res.Label})
+	requireShipmentAppErr(t, err, ErrTypePurchaseGone, false)
+	require.NoError(t, f.acts.VoidShipmentLabel(ctx, VoidShipmentLabelInput{OrganizationID: f.orgID.String(), CarrierAccountID: f.accountID.String(), TrackingNumber: res.Label.TrackingNumber}))
+
+	// Error classes: a refusal, an unknown outcome (503), never sent.
+	setCreds := func(creds map[string]any) {
+		sealed, err := f.box.SealJSON(creds)
+		require.NoError(t, err)
+		_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, f.accountID, sealed)
+		require.NoError(t, err)
+	}
+	setCreds(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "sandbox-fail"})
+	_, err = buy(f.acts, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierRefused, false)
+	require.NotContains(t, err.Error(), "sandbox-fail")
+	setCreds(map[string]any{"accountNumber": "sandbox-fail", "childKey": "k", "childSecret": "s"})
+	_, err = buy(f.acts, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierOutcomeUnknown, false)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	var failure CarrierFailure
+	require.NoError(t, appErr.Details(&failure))
+	require.Equal(t, 503, failure.StatusCode)
+	closed := httptest.NewServer(nil)
+	closed.Close()
+	down := *f.acts
+	down.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: closed.URL})
+	setCreds(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"})
+	_, err = buy(&down, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierNotSent, true)
+
+	// The account not active: refused before any call, with its API code.
+	_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET status = 'inactive' WHERE id = $1`, f.accountID)
+	require.NoError(t, err)
+	_, err = buy(f.acts, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierRefused, false)
+	require.True(t, errors.As(err, &appErr))
+	require.NoError(t, appErr.Details(&failure))
+	require.Equal(t, "carrier_account_not_active", failure.APICode)
+}
