@@ -353,13 +353,16 @@ type CarrierFailure struct {
 	// APICode, when set, is the API error code of a refusal that happened
 	// before any carrier call (e.g. carrier_account_not_active).
 	APICode string `json:"apiCode,omitempty"`
+	// RetryAfter is how long a carrier that throttled the call (429) asked
+	// to wait.
+	RetryAfter time.Duration `json:"retryAfter,omitempty"`
 }
 
 // CarrierFailureOf describes a failed carrier call.
 func CarrierFailureOf(err error) CarrierFailure {
 	f := CarrierFailure{Message: CarrierErrorMessage(err), Invalid: CarrierRefusedRequest(err), NotSupported: errors.Is(err, carriers.ErrNotSupported)}
 	if ce, ok := carriers.AsError(err); ok {
-		f.Carrier, f.Code, f.CarrierMessage, f.StatusCode = ce.Carrier, ce.Code, ce.Message, ce.StatusCode
+		f.Carrier, f.Code, f.CarrierMessage, f.StatusCode, f.RetryAfter = ce.Carrier, ce.Code, ce.Message, ce.StatusCode, ce.RetryAfter
 	}
 	return f
 }

@@ -129,9 +129,12 @@ var (
 
 // notSentAttempts bounds the attempts of a call that never reached the
 // carrier; notSentBackoff is the first pause between them (doubling).
+// maxRetryAfter caps the wait a throttling carrier asks for (the client
+// is waiting).
 const (
 	notSentAttempts = 4
 	notSentBackoff  = time.Second
+	maxRetryAfter   = 30 * time.Second
 )
 
 // spendOnce runs a money-spending activity (spendOptions), repeating it
@@ -150,7 +153,12 @@ func spendOnceWith(ctx workflow.Context, opts workflow.ActivityOptions, notSent 
 		if err == nil || attempt >= notSentAttempts || errorType(err) != notSent {
 			return err
 		}
-		if err := workflow.Sleep(ctx, pause); err != nil {
+		wait := pause
+		if f := carrierFailure(err); f != nil && f.RetryAfter > wait {
+			// The carrier throttled the call and said when to come back.
+			wait = min(f.RetryAfter, maxRetryAfter)
+		}
+		if err := workflow.Sleep(ctx, wait); err != nil {
 			return err
 		}
 		pause *= 2

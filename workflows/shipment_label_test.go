@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -308,4 +309,25 @@ func TestPickupCancelWorkflow(t *testing.T) {
 	var res activities.CancelPickupResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	require.Equal(t, []string{"cancelled"}, res.Messages)
+}
+
+// A 429 with Retry-After is repeated after the wait the carrier asked for.
+func TestShipmentLabelRateLimitedWaitsRetryAfter(t *testing.T) {
+	env := newPurchaseEnv(t, "shipment-label/x")
+	f := activities.CarrierFailure{Carrier: "carrier_a", StatusCode: 429, RetryAfter: 7 * time.Second, Message: "carrier_a error 429"}
+	var calls []time.Time
+	env.OnActivity(shipActs.BuyShipmentLabel, mock.Anything, mock.Anything).Return(func(_ context.Context, _ activities.BuyShipmentLabelInput) (activities.BuyShipmentLabelResult, error) {
+		calls = append(calls, env.Now())
+		if len(calls) == 1 {
+			return activities.BuyShipmentLabelResult{}, temporal.NewApplicationError(f.Message, activities.ErrTypeCarrierNotSent, f)
+		}
+		return activities.BuyShipmentLabelResult{Label: labelDoc}, nil
+	}).Twice()
+	env.OnActivity(shipActs.RecordShipmentLabel, mock.Anything, mock.Anything).Return(nil).Once()
+
+	env.ExecuteWorkflow(ShipmentLabel, labelInput())
+
+	require.Equal(t, PurchaseDone, env.result(t).Outcome)
+	require.Len(t, calls, 2)
+	require.GreaterOrEqual(t, calls[1].Sub(calls[0]), 7*time.Second)
 }
