@@ -644,7 +644,8 @@ type FindShipmentLabelResult struct {
 
 // FindShipmentLabel asks the carrier, when it offers a lookup by reference
 // (carriers.LabelFinder), whether a purchase whose answer was lost bought a
-// label.
+// label. Only a label found is conclusive (it is then voided): a carrier
+// may index a label some time after selling it.
 func (a *ShipmentActivities) FindShipmentLabel(ctx context.Context, in FindShipmentLabelInput) (FindShipmentLabelResult, error) {
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
@@ -837,11 +838,10 @@ func (a *ShipmentActivities) settleShipment(ctx context.Context, row store.Pendi
 	if sh, err := store.ShipmentByID(ctx, a.Store.Pool, row.OrganizationID, row.ID); err == nil && sh.CarrierAccountID != nil {
 		if carrier, acct, err := a.accountAdapter(ctx, row.OrganizationID, *sh.CarrierAccountID, false); err == nil {
 			if finder, ok := carrier.(carriers.LabelFinder); ok {
+				// Only a label found and voided settles it: not found
+				// proves nothing.
 				tn, found, ferr := finder.FindLabel(ctx, acct, row.ID.String())
-				if ferr == nil && found {
-					ferr = carrier.VoidLabel(ctx, acct, tn)
-				}
-				if ferr == nil {
+				if ferr == nil && found && carrier.VoidLabel(ctx, acct, tn) == nil {
 					_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
 					return true, err
 				}

@@ -83,7 +83,8 @@ func Unanswered(err error) bool {
 // LabelFinder is implemented by adapters whose carrier can look a label up
 // by the reference it was bought with (e.g. a tracking-by-reference API):
 // after a purchase whose outcome is unknown, the caller asks before giving
-// up. found is false when the carrier knows no label with that reference.
+// up. found is false when the carrier knows no label with that reference
+// (yet: only a label found is conclusive).
 type LabelFinder interface {
 	FindLabel(ctx context.Context, acct Account, reference string) (trackingNumber string, found bool, err error)
 }

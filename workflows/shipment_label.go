@@ -289,9 +289,10 @@ func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResul
 	}).Get(lctx, &found); lerr != nil {
 		log.Warn("label lookup failed", "ShipmentId", in.ShipmentID, "Error", lerr)
 	}
-	switch {
-	case found.Supported && found.Found:
-		// Its document was lost with the answer: void it.
+	if found.Found {
+		// Its document was lost with the answer: void it. (A label not
+		// found proves nothing: a carrier may index a label some time after
+		// selling it, so the outcome stays unknown.)
 		if verr := void(found.TrackingNumber); verr == nil {
 			out.Outcome, out.Reference = PurchaseVoided, found.TrackingNumber
 			out.Message = "the carrier did not answer; the label it bought (" + found.TrackingNumber + ") was voided: nothing is billed, try again"
@@ -299,11 +300,6 @@ func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResul
 			return out
 		}
 		out.Reference = found.TrackingNumber
-	case found.Supported:
-		out.Outcome = PurchaseRefused
-		out.Message = "the carrier did not answer and holds no label for this shipment: nothing was bought, try again"
-		end(false, "")
-		return out
 	}
 	out.Outcome, out.Message = PurchaseUnknown, LabelUnknownMessage
 	if out.Failure != nil {
