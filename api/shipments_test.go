@@ -910,3 +910,36 @@ func TestShipmentCreateNetworkErrorHidden(t *testing.T) {
 	require.True(t, strings.HasSuffix(msg, "(the carrier could not be reached)"), msg)
 	require.Equal(t, 1, shpCount(t, e, owner.org))
 }
+
+// TestShipmentCreateLostAnswerLookedUp: carrier_b sells the label but its
+// answer is lost; carrier_b can look a label up by its reference (the
+// shipment id), so the label found is voided: the purchase fails cleanly
+// (502, nothing billed, the shipment removed) and one label was bought.
+func TestShipmentCreateLostAnswerLookedUp(t *testing.T) {
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_b", "active", map[string]any{"clientId": "c", "clientSecret": "s", "accountNumber": "A1B2C3"})
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	var ships, voids atomic.Int32
+	hook := func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/ship"):
+			ships.Add(1)
+			sb.inner.ServeHTTP(httptest.NewRecorder(), r) // sold
+			w.WriteHeader(http.StatusGatewayTimeout)      // the answer lost
+			return true
+		case r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/void/cancel/"):
+			voids.Add(1)
+		}
+		return false
+	}
+	sb.hook.Store(&hook)
+	body := shpBody(orderID, acct)
+	body["service"] = "03"
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", body)
+	requireError(t, res, 502, "carrier_error")
+	require.Contains(t, res.Body["error"].(map[string]any)["message"], "was voided: nothing is billed")
+	require.EqualValues(t, 1, ships.Load())
+	require.EqualValues(t, 1, voids.Load())
+	require.Zero(t, shpCount(t, e, owner.org))
+}

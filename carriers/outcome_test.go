@@ -105,3 +105,35 @@ func TestNotSent(t *testing.T) {
 	require.False(t, carriers.Unanswered(err))
 	require.False(t, carriers.NotSent(nil))
 }
+
+// TestCarrierBFindLabel: carrier_b looks a label up by the reference it was
+// bought with; an unknown or voided one is not found. carrier_a offers no
+// lookup.
+func TestCarrierBFindLabel(t *testing.T) {
+	reg := newSandbox(t).registry()
+	ctx := context.Background()
+	c := get(t, reg, "carrier_b")
+	finder, ok := c.(carriers.LabelFinder)
+	require.True(t, ok)
+	_, isFinder := get(t, reg, "carrier_a").(carriers.LabelFinder)
+	require.False(t, isFinder)
+
+	ref := "0b7f1e4c-2d3a-4c5b-8e9f-6a7b8c9d0e1f" // a shipment id: 36 characters
+	req := labelReq("carrier_b", 5)
+	req.Reference = ref
+	l, err := c.CreateLabel(ctx, acctOf("carrier_b"), req)
+	require.NoError(t, err)
+	tn, found, err := finder.FindLabel(ctx, acctOf("carrier_b"), ref)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, l.TrackingNumber, tn)
+
+	_, found, err = finder.FindLabel(ctx, acctOf("carrier_b"), "7d7e9f1a-2b3c-4d5e-8f9a-0b1c2d3e4f5a")
+	require.NoError(t, err)
+	require.False(t, found)
+
+	require.NoError(t, c.VoidLabel(ctx, acctOf("carrier_b"), l.TrackingNumber))
+	_, found, err = finder.FindLabel(ctx, acctOf("carrier_b"), ref)
+	require.NoError(t, err)
+	require.False(t, found, "a voided label is not found")
+}
