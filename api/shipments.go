@@ -40,7 +40,7 @@ import (
 // credentials refused, carrier errors and network failures are 502
 // carrier_error. A purchase whose outcome is unknown (the carrier's answer
 // was lost) is 502 too, and the shipment stays, as exception, with the
-// reason. A request with an Idempotency-Key always names the same shipment
+// reason in metadata.label_purchase_error. A request with an Idempotency-Key always names the same shipment
 // (see purchaseID), so a client's retry joins the same purchase and never
 // buys twice.
 //

@@ -416,6 +416,7 @@ func TestShipmentCreateCarrierError(t *testing.T) {
 	require.Equal(t, "exception", list[0]["status"])
 	got := e.do(owner.caller, "GET", "/api/v1/shipments/"+list[0]["id"].(string), nil).data()
 	require.Nil(t, got["tracking_number"])
+	require.Contains(t, got["metadata"].(map[string]any)["label_purchase_error"], "may or may not have been bought", "the reason is readable")
 }
 
 func TestShipmentLabelPurchaseIdempotentOnRetry(t *testing.T) {

@@ -129,12 +129,15 @@ func DeletePendingShipment(ctx context.Context, db DBTX, orgID, id uuid.UUID) (d
 
 // FailPendingShipment ends a pending shipment whose label purchase has an
 // unknown outcome (the carrier's answer was lost): it becomes exception,
-// with the reason under carrier_response.error, so that it stays visible
-// (a label may have been bought) and can be checked with the carrier and
-// deleted. updated is false when the shipment is not (any more) pending.
+// with the reason under carrier_response.error and, for clients (the API
+// shows no carrier response), under metadata.label_purchase_error, so that
+// it stays visible (a label may have been bought) and can be checked with
+// the carrier and deleted. updated is false when the shipment is not (any
+// more) pending.
 func FailPendingShipment(ctx context.Context, db DBTX, orgID, id uuid.UUID, reason string) (updated bool, err error) {
 	tag, err := db.Exec(ctx, `
-UPDATE shipments SET status = 'exception', carrier_response = jsonb_build_object('error', $3::text), updated_at = now()
+UPDATE shipments SET status = 'exception', carrier_response = jsonb_build_object('error', $3::text),
+       metadata = metadata || jsonb_build_object('label_purchase_error', $3::text), updated_at = now()
  WHERE organization_id = $1 AND id = $2 AND status = 'pending'`, orgID, id, reason)
 	if err != nil {
 		return false, mapErr(err)

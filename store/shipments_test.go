@@ -114,6 +114,7 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentException, got.Status)
 	require.JSONEq(t, `{"error":"outcome unknown"}`, string(got.CarrierResponse))
+	require.JSONEq(t, `{"label_purchase_error":"outcome unknown"}`, string(got.Metadata))
 	ok, err = store.FailPendingShipment(ctx, s.Pool, orgID, sh3.ID, "again")
 	require.NoError(t, err)
 	require.False(t, ok)
