@@ -54,70 +54,33 @@ func PickupBooking(ctx workflow.Context, in PickupBookingInput) (PurchaseResult,
 }
 
 func bookPickup(ctx workflow.Context, in PickupBookingInput) PurchaseResult {
-	log := workflow.GetLogger(ctx)
 	var a *activities.ShipmentActivities
-	out := PurchaseResult{ID: in.PickupID}
-	dctx, cancel := workflow.NewDisconnectedContext(ctx)
-	defer cancel()
-	rctx := workflow.WithLocalActivityOptions(dctx, recordPurchaseOptions)
-	end := func(unknown bool, reason string) {
-		if err := workflow.ExecuteLocalActivity(rctx, a.EndPickupBooking, activities.EndPickupBookingInput{
-			OrganizationID: in.OrganizationID, PickupID: in.PickupID, Unknown: unknown, Reason: reason,
-		}).Get(rctx, nil); err != nil {
-			log.Warn("could not end the pending pickup; the reconciler will", "PickupId", in.PickupID, "Error", err)
-		}
-	}
-
 	var booked activities.BookPickupResult
-	err := spendOnce(ctx, a.BookPickup, activities.BookPickupInput{
-		OrganizationID: in.OrganizationID, PickupID: in.PickupID, CarrierAccountID: in.CarrierAccountID, Request: in.Request,
-	}, &booked)
-	switch typ := errorType(err); {
-	case err == nil && booked.AlreadyRecorded:
-		out.Outcome, out.Reference = PurchaseDone, booked.Booking.ConfirmationNumber
-		return out
-	case err == nil:
-		out.Reference, out.Messages = booked.Booking.ConfirmationNumber, booked.Booking.Messages
-		rerr := workflow.ExecuteLocalActivity(rctx, a.RecordPickupBooking, activities.RecordPickupBookingInput{
-			OrganizationID: in.OrganizationID, PickupID: in.PickupID, Booking: booked.Booking,
-		}).Get(rctx, nil)
-		if rerr == nil {
-			out.Outcome = PurchaseDone
-			return out
-		}
-		msg, _ := failureOf(rerr)
-		log.Warn("pickup booked but not recorded; cancelling it", "PickupId", in.PickupID, "ConfirmationNumber", out.Reference, "Error", msg)
-		cctx := workflow.WithActivityOptions(dctx, compensateOptions)
-		if cerr := workflow.ExecuteActivity(cctx, a.CancelBookedPickup, activities.CancelBookedPickupInput{
-			OrganizationID: in.OrganizationID, CarrierAccountID: in.CarrierAccountID, ConfirmationNumber: out.Reference,
-			PickupDate: in.Request.PickupDate, Location: booked.Booking.Location, Reason: "the booking could not be recorded",
-		}).Get(cctx, nil); cerr != nil {
-			cmsg, _ := failureOf(cerr)
-			out.Outcome = PurchaseUnknown
-			out.Message = "the pickup " + out.Reference + " was booked but could not be recorded (" + msg + ") nor cancelled (" + cmsg + "): cancel it with the carrier"
-			end(true, out.Message)
-			return out
-		}
-		out.Outcome = PurchaseVoided
-		out.Message = "the pickup could not be recorded (" + msg + "); it was cancelled with the carrier"
-		end(false, "")
-		return out
-	case typ == activities.ErrTypePurchaseGone:
-		out.Outcome, out.Message = PurchaseRefused, failureMessage(err)
-		return out
-	case typ == activities.ErrTypeCarrierRefused, typ == activities.ErrTypeCarrierNotSent, typ == activities.ErrTypeInvalidInput:
-		out.Outcome, out.Message, out.Failure = PurchaseRefused, failureMessage(err), carrierFailure(err)
-		end(false, "")
-		return out
-	}
-	out.Failure = carrierFailure(err)
-	out.Outcome, out.Message = PurchaseUnknown, PickupUnknownMessage
-	if out.Failure != nil {
-		out.Message += " (" + out.Failure.Message + ")"
-	}
-	log.Warn("pickup booking outcome unknown", "PickupId", in.PickupID, "Message", out.Message)
-	end(true, out.Message)
-	return out
+	return purchase{
+		id: in.PickupID, words: purchaseWords{thing: "pickup", bought: "booked", undo: "cancel", undone: "cancelled"}, unknown: PickupUnknownMessage,
+		buy: func(ctx workflow.Context) (string, []string, bool, error) {
+			err := spendOnce(ctx, a.BookPickup, activities.BookPickupInput{
+				OrganizationID: in.OrganizationID, PickupID: in.PickupID, CarrierAccountID: in.CarrierAccountID, Request: in.Request,
+			}, &booked)
+			return booked.Booking.ConfirmationNumber, booked.Booking.Messages, booked.AlreadyRecorded, err
+		},
+		record: func(ctx workflow.Context) error {
+			return workflow.ExecuteLocalActivity(ctx, a.RecordPickupBooking, activities.RecordPickupBookingInput{
+				OrganizationID: in.OrganizationID, PickupID: in.PickupID, Booking: booked.Booking,
+			}).Get(ctx, nil)
+		},
+		undo: func(ctx workflow.Context, confirmation string) error {
+			return workflow.ExecuteActivity(ctx, a.CancelBookedPickup, activities.CancelBookedPickupInput{
+				OrganizationID: in.OrganizationID, CarrierAccountID: in.CarrierAccountID, ConfirmationNumber: confirmation,
+				PickupDate: in.Request.PickupDate, Location: booked.Booking.Location, Reason: "the booking could not be recorded",
+			}).Get(ctx, nil)
+		},
+		end: func(ctx workflow.Context, unknown bool, reason string) error {
+			return workflow.ExecuteLocalActivity(ctx, a.EndPickupBooking, activities.EndPickupBookingInput{
+				OrganizationID: in.OrganizationID, PickupID: in.PickupID, Unknown: unknown, Reason: reason,
+			}).Get(ctx, nil)
+		},
+	}.run(ctx)
 }
 
 // cancelPickupOptions: a cancellation is safe to repeat (a repeated one is

@@ -217,57 +217,110 @@ func ShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) (PurchaseResult,
 }
 
 func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResult {
-	log := workflow.GetLogger(ctx)
 	var a *activities.ShipmentActivities
-	out := PurchaseResult{ID: in.ShipmentID}
-	// What follows the carrier's answer runs even when the run is being
-	// cancelled: a bought label is recorded or voided.
+	var bought activities.BuyShipmentLabelResult
+	return purchase{
+		id: in.ShipmentID, words: purchaseWords{thing: "label", bought: "bought", undo: "void", undone: "voided"}, unknown: LabelUnknownMessage,
+		buy: func(ctx workflow.Context) (string, []string, bool, error) {
+			err := spendOnce(ctx, a.BuyShipmentLabel, activities.BuyShipmentLabelInput{
+				OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, CarrierAccountID: in.CarrierAccountID, Request: in.Request,
+			}, &bought)
+			return bought.Label.TrackingNumber, nil, bought.AlreadyRecorded, err
+		},
+		record: func(ctx workflow.Context) error {
+			return workflow.ExecuteLocalActivity(ctx, a.RecordShipmentLabel, activities.RecordShipmentLabelInput{
+				OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, Label: bought.Label,
+			}).Get(ctx, nil)
+		},
+		undo: func(ctx workflow.Context, tracking string) error {
+			return workflow.ExecuteActivity(ctx, a.VoidShipmentLabel, activities.VoidShipmentLabelInput{
+				OrganizationID: in.OrganizationID, CarrierAccountID: in.CarrierAccountID, TrackingNumber: tracking,
+			}).Get(ctx, nil)
+		},
+		find: func(ctx workflow.Context) (string, bool) {
+			var found activities.FindShipmentLabelResult
+			if err := workflow.ExecuteActivity(ctx, a.FindShipmentLabel, activities.FindShipmentLabelInput{
+				OrganizationID: in.OrganizationID, CarrierAccountID: in.CarrierAccountID, Reference: in.ShipmentID,
+			}).Get(ctx, &found); err != nil {
+				workflow.GetLogger(ctx).Warn("label lookup failed", "ShipmentId", in.ShipmentID, "Error", err)
+			}
+			return found.TrackingNumber, found.Found
+		},
+		end: func(ctx workflow.Context, unknown bool, reason string) error {
+			return workflow.ExecuteLocalActivity(ctx, a.EndShipmentPurchase, activities.EndShipmentPurchaseInput{
+				OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, Unknown: unknown, Reason: reason,
+			}).Get(ctx, nil)
+		},
+	}.run(ctx)
+}
+
+// purchaseWords name what a purchase buys, in its messages.
+type purchaseWords struct {
+	thing  string // "label", "pickup"
+	bought string // "bought", "booked"
+	undo   string // "void", "cancel"
+	undone string // "voided", "cancelled"
+}
+
+// purchase is the course of a money-spending purchase (ShipmentLabel,
+// PickupBooking), its steps given as functions over activities: buy (one
+// carrier call, spendOnce), record (a local activity), undo (the
+// compensation of what was bought but not recorded), find (optional: look
+// up what an unanswered call bought) and end (the pending row of a
+// purchase that bought nothing, or whose outcome is unknown).
+type purchase struct {
+	id      string
+	words   purchaseWords
+	unknown string // the reason of an unknown outcome
+	buy     func(ctx workflow.Context) (ref string, msgs []string, alreadyRecorded bool, err error)
+	record  func(ctx workflow.Context) error
+	undo    func(ctx workflow.Context, ref string) error
+	find    func(ctx workflow.Context) (ref string, found bool)
+	end     func(ctx workflow.Context, unknown bool, reason string) error
+}
+
+// run buys, then records or undoes, and says the outcome. What follows the
+// carrier's answer runs even when the run is being cancelled (a
+// disconnected context): a bought label is recorded or voided.
+func (p purchase) run(ctx workflow.Context) PurchaseResult {
+	log := workflow.GetLogger(ctx)
+	w := p.words
+	out := PurchaseResult{ID: p.id}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	rctx := workflow.WithLocalActivityOptions(dctx, recordPurchaseOptions)
+	uctx := workflow.WithActivityOptions(dctx, compensateOptions)
 	end := func(unknown bool, reason string) {
-		if err := workflow.ExecuteLocalActivity(rctx, a.EndShipmentPurchase, activities.EndShipmentPurchaseInput{
-			OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, Unknown: unknown, Reason: reason,
-		}).Get(rctx, nil); err != nil {
-			log.Warn("could not end the pending shipment; the reconciler will", "ShipmentId", in.ShipmentID, "Error", err)
+		if err := p.end(rctx, unknown, reason); err != nil {
+			log.Warn("could not end the pending "+w.thing+"; the reconciler will", "Id", p.id, "Error", err)
 		}
 	}
-	void := func(tracking string) error {
-		vctx := workflow.WithActivityOptions(dctx, compensateOptions)
-		return workflow.ExecuteActivity(vctx, a.VoidShipmentLabel, activities.VoidShipmentLabelInput{
-			OrganizationID: in.OrganizationID, CarrierAccountID: in.CarrierAccountID, TrackingNumber: tracking,
-		}).Get(vctx, nil)
-	}
 
-	var bought activities.BuyShipmentLabelResult
-	err := spendOnce(ctx, a.BuyShipmentLabel, activities.BuyShipmentLabelInput{
-		OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, CarrierAccountID: in.CarrierAccountID, Request: in.Request,
-	}, &bought)
+	ref, msgs, already, err := p.buy(ctx)
 	switch typ := errorType(err); {
-	case err == nil && bought.AlreadyRecorded:
-		out.Outcome, out.Reference = PurchaseDone, bought.Label.TrackingNumber
+	case err == nil && already:
+		out.Outcome, out.Reference = PurchaseDone, ref
 		return out
 	case err == nil:
-		out.Reference = bought.Label.TrackingNumber
-		rerr := workflow.ExecuteLocalActivity(rctx, a.RecordShipmentLabel, activities.RecordShipmentLabelInput{
-			OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, Label: bought.Label,
-		}).Get(rctx, nil)
+		out.Reference, out.Messages = ref, msgs
+		rerr := p.record(rctx)
 		if rerr == nil {
 			out.Outcome = PurchaseDone
 			return out
 		}
-		// Bought but not recorded: void it, so it is not billed.
+		// Bought but not recorded: undo it, so it is not billed.
 		msg, _ := failureOf(rerr)
-		log.Warn("label bought but not recorded; voiding it", "ShipmentId", in.ShipmentID, "TrackingNumber", out.Reference, "Error", msg)
-		if verr := void(out.Reference); verr != nil {
-			vmsg, _ := failureOf(verr)
+		log.Warn(w.thing+" "+w.bought+" but not recorded; undoing it", "Id", p.id, "Reference", ref, "Error", msg)
+		if uerr := p.undo(uctx, ref); uerr != nil {
+			umsg, _ := failureOf(uerr)
 			out.Outcome = PurchaseUnknown
-			out.Message = "the label " + out.Reference + " was bought but could not be recorded (" + msg + ") nor voided (" + vmsg + "): void it with the carrier"
+			out.Message = "the " + w.thing + " " + ref + " was " + w.bought + " but could not be recorded (" + msg + ") nor " + w.undone +
+				" (" + umsg + "): " + w.undo + " it with the carrier"
 			end(true, out.Message)
 			return out
 		}
 		out.Outcome = PurchaseVoided
-		out.Message = "the label could not be recorded (" + msg + "); it was voided with the carrier"
+		out.Message = "the " + w.thing + " could not be recorded (" + msg + "); it was " + w.undone + " with the carrier"
 		end(false, "")
 		return out
 	case typ == activities.ErrTypePurchaseGone:
@@ -280,32 +333,25 @@ func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResul
 		return out
 	}
 	// The outcome is unknown: a timeout after sending, a 5xx, a worker that
-	// died during the call. Never repeated; asked, where the carrier can.
+	// died during the call. Never repeated; looked up where the carrier can
+	// (only what is found is conclusive: it is undone).
 	out.Failure = carrierFailure(err)
-	var found activities.FindShipmentLabelResult
-	lctx := workflow.WithActivityOptions(dctx, lookupOptions)
-	if lerr := workflow.ExecuteActivity(lctx, a.FindShipmentLabel, activities.FindShipmentLabelInput{
-		OrganizationID: in.OrganizationID, CarrierAccountID: in.CarrierAccountID, Reference: in.ShipmentID,
-	}).Get(lctx, &found); lerr != nil {
-		log.Warn("label lookup failed", "ShipmentId", in.ShipmentID, "Error", lerr)
-	}
-	if found.Found {
-		// Its document was lost with the answer: void it. (A label not
-		// found proves nothing: a carrier may index a label some time after
-		// selling it, so the outcome stays unknown.)
-		if verr := void(found.TrackingNumber); verr == nil {
-			out.Outcome, out.Reference = PurchaseVoided, found.TrackingNumber
-			out.Message = "the carrier did not answer; the label it bought (" + found.TrackingNumber + ") was voided: nothing is billed, try again"
-			end(false, "")
-			return out
+	if p.find != nil {
+		if found, ok := p.find(workflow.WithActivityOptions(dctx, lookupOptions)); ok {
+			out.Reference = found
+			if p.undo(uctx, found) == nil {
+				out.Outcome = PurchaseVoided
+				out.Message = "the carrier did not answer; the " + w.thing + " it " + w.bought + " (" + found + ") was " + w.undone + ": nothing is billed, try again"
+				end(false, "")
+				return out
+			}
 		}
-		out.Reference = found.TrackingNumber
 	}
-	out.Outcome, out.Message = PurchaseUnknown, LabelUnknownMessage
+	out.Outcome, out.Message = PurchaseUnknown, p.unknown
 	if out.Failure != nil {
 		out.Message += " (" + out.Failure.Message + ")"
 	}
-	log.Warn("label purchase outcome unknown", "ShipmentId", in.ShipmentID, "Message", out.Message)
+	log.Warn(w.thing+" outcome unknown", "Id", p.id, "Message", out.Message)
 	end(true, out.Message)
 	return out
 }
