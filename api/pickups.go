@@ -359,22 +359,15 @@ func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	}
 	wfIn := workflows.PickupBookingInput{OrganizationID: orgID.String(), PickupID: p.ID.String(), CarrierAccountID: acct.ID.String(), Request: req}
 	opts := worker.StartOptions(workflows.PickupBookingWorkflowID(wfIn.PickupID), s.taskQueue, wfIn.OrganizationID, map[string]any{"pickupId": wfIn.PickupID})
-	res, err := s.runPurchase(wctx, r, opts, workflows.PickupBooking, wfIn)
+	res, err := s.awaitPurchase(wctx, r, purchaseRequest{
+		opts: opts, workflow: workflows.PickupBooking, input: wfIn, created: created,
+		removePending: func(ctx context.Context) (bool, error) {
+			return store.DeletePendingPickup(ctx, s.store.Pool, orgID, p.ID)
+		},
+		what: acct.Carrier + " refused the pickup", field: pickupRefusalField,
+	})
 	if err != nil {
-		if isTemporalUnavailable(ctx, err) {
-			s.log.WarnContext(ctx, "pickup booking workflow unreachable", append(logAttrs(r), "pickup_id", p.ID, "error", err.Error())...)
-			return errTemporalUnavailable()
-		}
-		if created {
-			_, _ = store.DeletePendingPickup(wctx, s.store.Pool, orgID, p.ID)
-		}
 		return err
-	}
-	if res.Outcome != workflows.PurchaseDone {
-		if created {
-			_, _ = store.DeletePendingPickup(wctx, s.store.Pool, orgID, p.ID)
-		}
-		return s.purchaseFailure(r, acct.Carrier+" refused the pickup", res, pickupRefusalField)
 	}
 	booked, err := store.PickupByID(wctx, s.store.Pool, orgID, p.ID)
 	if err != nil {

@@ -861,6 +861,45 @@ func (s *Server) runPurchase(ctx context.Context, r *http.Request, opts client.S
 	return res, err
 }
 
+// purchaseRequest is a purchase the API waits for.
+type purchaseRequest struct {
+	opts            client.StartWorkflowOptions
+	workflow, input any
+	// created: this request inserted the pending row; removePending
+	// deletes it while still pending.
+	created       bool
+	removePending func(context.Context) (bool, error)
+	// what and field word the failure (see purchaseFailure).
+	what  string
+	field func(code, msg string) string
+}
+
+// awaitPurchase runs the purchase (runPurchase) and maps what did not end
+// bought and recorded to the API's errors. An ambiguous Temporal error is
+// 503 and leaves the pending row (the run may exist; else the reconciler
+// removes it); any other failure removes the pending row this request
+// inserted (a refused start runs nothing; a retry answered by a closed run
+// re-inserted it).
+func (s *Server) awaitPurchase(ctx context.Context, r *http.Request, p purchaseRequest) (workflows.PurchaseResult, error) {
+	res, err := s.runPurchase(ctx, r, p.opts, p.workflow, p.input)
+	if err != nil && isTemporalUnavailable(r.Context(), err) {
+		s.log.WarnContext(ctx, "purchase workflow unreachable", append(logAttrs(r), "workflow_id", p.opts.ID, "error", err.Error())...)
+		return res, errTemporalUnavailable()
+	}
+	if (err != nil || res.Outcome != workflows.PurchaseDone) && p.created {
+		if _, derr := p.removePending(ctx); derr != nil {
+			s.log.ErrorContext(ctx, "remove pending row", append(logAttrs(r), "workflow_id", p.opts.ID, "error", derr.Error())...)
+		}
+	}
+	if err != nil {
+		return res, err
+	}
+	if res.Outcome != workflows.PurchaseDone {
+		return res, s.purchaseFailure(r, p.what, res, p.field)
+	}
+	return res, nil
+}
+
 // closedPurchase is the outcome of a closed purchase run.
 func (s *Server) closedPurchase(ctx context.Context, wfID string) (workflows.PurchaseResult, error) {
 	var res workflows.PurchaseResult
@@ -1014,28 +1053,15 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 		},
 	}
 	opts := worker.StartOptions(workflows.ShipmentLabelWorkflowID(wfIn.ShipmentID), s.taskQueue, wfIn.OrganizationID, map[string]any{"shipmentId": wfIn.ShipmentID})
-	res, err := s.runPurchase(wctx, r, opts, workflows.ShipmentLabel, wfIn)
+	res, err := s.awaitPurchase(wctx, r, purchaseRequest{
+		opts: opts, workflow: workflows.ShipmentLabel, input: wfIn, created: created,
+		removePending: func(ctx context.Context) (bool, error) {
+			return store.DeletePendingShipment(ctx, s.store.Pool, orgID, sh.ID)
+		},
+		what: acct.Carrier + " could not create the label", field: shipmentServiceRefusal,
+	})
 	if err != nil {
-		if isTemporalUnavailable(ctx, err) {
-			// The run may exist: the pending row stays for it (or for the
-			// reconciler).
-			s.log.WarnContext(ctx, "label purchase workflow unreachable", append(logAttrs(r), "shipment_id", sh.ID, "error", err.Error())...)
-			return errTemporalUnavailable()
-		}
-		if created {
-			// Refused by Temporal: nothing runs for it.
-			if _, derr := store.DeletePendingShipment(wctx, s.store.Pool, orgID, sh.ID); derr != nil {
-				s.log.ErrorContext(ctx, "delete pending shipment", append(logAttrs(r), "shipment_id", sh.ID, "error", derr.Error())...)
-			}
-		}
 		return err
-	}
-	if res.Outcome != workflows.PurchaseDone {
-		if created {
-			// A retry answered by a closed run re-inserted the row.
-			_, _ = store.DeletePendingShipment(wctx, s.store.Pool, orgID, sh.ID)
-		}
-		return s.purchaseFailure(r, acct.Carrier+" could not create the label", res, shipmentServiceRefusal)
 	}
 	done, err := store.ShipmentByID(wctx, s.store.Pool, orgID, sh.ID)
 	if err != nil {
