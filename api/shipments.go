@@ -1325,17 +1325,25 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 		return errTemporalUnavailable()
 	}
 
-	actionID := uuid.New()
+	// A delivery change may carry a fee: with an Idempotency-Key, a
+	// client's retry names the same record and workflow.
+	actionID := purchaseID(r, p.OrganizationID, "shipment-action")
 	wfID := workflows.ShipmentActionWorkflowID(actionID.String())
 	actor := activities.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name}
-	if _, err := store.InsertShipmentAction(ctx, s.store.Pool, store.ShipmentAction{
+	act, err := store.InsertShipmentAction(ctx, s.store.Pool, store.ShipmentAction{
 		ID: actionID, OrganizationID: p.OrganizationID, ShipmentID: sh.ID, ActionType: typ,
 		Config: orderJSONOf(cfg), ShipmentStatus: sh.Status, WorkflowID: &wfID, RequestedBy: orderJSONOf(actor),
-	}); err != nil {
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errNotFound("shipment")
 		}
 		return err
+	}
+	if act.Status != store.ShipmentActionPending {
+		// A retry of an action already sent.
+		writeJSON(w, shipmentActionStatus, shipmentActionCreatedJSON{ActionID: actionID, Status: act.Status})
+		return nil
 	}
 	in := workflows.ShipmentActionInput{OrganizationID: p.OrganizationID.String(), ShipmentID: sh.ID.String(), ActionID: actionID.String()}
 	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"shipmentId": in.ShipmentID, "actionId": in.ActionID})

@@ -711,8 +711,34 @@ func TestShipmentActionStartsWorkflow(t *testing.T) {
 	}
 	res = e.do(owner.caller, "GET", path, nil)
 	require.Len(t, res.list(), 6)
+
+	// A client's retry with the same Idempotency-Key names the same action
+	// (even once its stored answer is gone): the start is re-issued under
+	// the same workflow id while it is pending, and nothing is started once
+	// it has its outcome.
+	shpSetStatus(t, e, id, "in_transit")
+	hold := map[string]any{"actionType": "hold", "reason": "other"}
+	var first, second string
+	expectShipmentActionStart(t, tc, owner.org, id, &first)
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-1")
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM idempotency_keys`)
+	require.NoError(t, err)
+	expectShipmentActionStart(t, tc, owner.org, id, &second)
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-1")
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	require.Equal(t, first, second)
+	require.Equal(t, first, res.Body["actionId"])
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE shipment_actions SET status = 'completed' WHERE id = $1`, first)
+	require.NoError(t, err)
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM idempotency_keys`)
+	require.NoError(t, err)
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-1")
+	require.Equal(t, map[string]any{"actionId": first, "status": "completed"}, res.Body)
+	list := e.do(owner.caller, "GET", path, nil).list()
+	require.Len(t, list, 7)
 	require.Equal(t, map[string]any{"address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "WA", "zip": "98101", "country": "US"}},
-		res.list()[4]["config"])
+		list[5]["config"])
 }
 
 func TestShipmentActionRefusals(t *testing.T) {

@@ -173,6 +173,12 @@ func TestStoreShipmentActions(t *testing.T) {
 	// The first outcome wins.
 	ok, err = store.FinishShipmentAction(ctx, s.Pool, orgID, a.ID, store.ShipmentActionOutcome{Status: store.ShipmentActionFailed, Error: "late"})
 	require.NoError(t, err)
+	// The same id again (a client's retry) returns the record as it is.
+	again, err := store.InsertShipmentAction(ctx, s.Pool, store.ShipmentAction{ID: a.ID, OrganizationID: orgID, ShipmentID: sh.ID,
+		ActionType: "instructions", ShipmentStatus: "in_transit", WorkflowID: &wf})
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionCompleted, again.Status)
+	require.Equal(t, "hold", again.ActionType)
 	require.False(t, ok)
 	got, err := store.ShipmentActionByID(ctx, s.Pool, orgID, a.ID)
 	require.NoError(t, err)
