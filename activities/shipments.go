@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -731,41 +729,10 @@ type ReconcileShipmentsResult struct {
 	Failed int `json:"failed"`
 }
 
-// runState is what Temporal knows of a row's workflow: no run at all
-// (never started), running, or closed with a status.
-type runState struct {
-	none, running bool
-	status        string
-}
-
-func (a *ShipmentActivities) describeRun(ctx context.Context, c client.Client, wfID string) (runState, error) {
-	d, err := c.DescribeWorkflowExecution(ctx, wfID, "")
-	var notFound *serviceerror.NotFound
-	if errors.As(err, &notFound) {
-		return runState{none: true}, nil
-	}
-	if err != nil {
-		return runState{}, fmt.Errorf("describe workflow %s: %w", wfID, err)
-	}
-	st := d.GetWorkflowExecutionInfo().GetStatus()
-	if st == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return runState{running: true}, nil
-	}
-	words := map[enumspb.WorkflowExecutionStatus]string{
-		enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED: "terminated", enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT: "timed out",
-		enumspb.WORKFLOW_EXECUTION_STATUS_FAILED: "failed", enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED: "canceled",
-		enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED: "completed", enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW: "continued as new",
-	}
-	w, ok := words[st]
-	if !ok {
-		w = strings.ToLower(st.String())
-	}
-	return runState{status: w}, nil
-}
-
 // ReconcileShipments finds shipments, pickups and shipment actions left
 // pending longer than ReconcileBound and reconciles each with its workflow
-// (described with the Temporal client): a row whose workflow never started
+// (DescribeWaitingRun, the reconciler's one reading of a run): a row whose
+// workflow never started
 // (the process died between the insert and the start) is removed (a
 // shipment or pickup: nothing reached the carrier) or failed with the
 // reason (an action); a row whose run ended without recording its outcome
@@ -794,12 +761,12 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 	}
 	kinds := []struct {
 		prefix string
-		list   func(context.Context, store.DBTX, time.Time, int) ([]store.PendingRow, error)
-		settle func(context.Context, store.PendingRow, runState) (removed bool, err error)
+		list   func(context.Context, store.DBTX, time.Time, int) ([]store.WaitingRow, error)
+		settle func(context.Context, store.WaitingRow, WaitingRun) (removed bool, err error)
 	}{
-		{ShipmentLabelIDPrefix, store.PendingShipments, a.settleShipment},
-		{PickupBookingIDPrefix, store.PendingPickups, a.settlePickup},
-		{ShipmentActionIDPrefix, store.PendingShipmentActions, a.settleShipmentAction},
+		{ShipmentLabelIDPrefix, store.StalePendingShipments, a.settleShipment},
+		{PickupBookingIDPrefix, store.StalePendingPickups, a.settlePickup},
+		{ShipmentActionIDPrefix, store.StalePendingShipmentActions, a.settleShipmentAction},
 	}
 	for _, k := range kinds {
 		rows, err := k.list(ctx, a.Store.Pool, cutoff, reconcileBatch)
@@ -807,19 +774,19 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 			return out, fmt.Errorf("list pending %s rows: %w", strings.TrimSuffix(k.prefix, "/"), err)
 		}
 		for _, row := range rows {
-			st, err := a.describeRun(ctx, c, k.prefix+row.ID.String())
+			run, err := DescribeWaitingRun(ctx, c, k.prefix+row.ID.String(), row.Since)
 			if err != nil {
 				return out, err
 			}
-			if st.running {
+			if run.Open {
 				out.Running++
 				continue
 			}
-			if err := count(k.settle(ctx, row, st)); err != nil {
+			if err := count(k.settle(ctx, row, run)); err != nil {
 				return out, err
 			}
 			a.log().WarnContext(ctx, "pending row reconciled", "workflow_id", k.prefix+row.ID.String(),
-				"organization_id", row.OrganizationID, "run", map[bool]string{true: "none", false: st.status}[st.none])
+				"organization_id", row.OrganizationID, "missing", run.Missing, "reason", run.Reason)
 		}
 	}
 	return out, nil
@@ -827,8 +794,8 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 
 // settleShipment ends a pending shipment whose label workflow is not
 // running.
-func (a *ShipmentActivities) settleShipment(ctx context.Context, row store.PendingRow, st runState) (bool, error) {
-	if st.none {
+func (a *ShipmentActivities) settleShipment(ctx context.Context, row store.WaitingRow, run WaitingRun) (bool, error) {
+	if run.Missing {
 		// The process died before the start: no carrier call happened.
 		_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
 		return true, err
@@ -849,28 +816,28 @@ func (a *ShipmentActivities) settleShipment(ctx context.Context, row store.Pendi
 		}
 	}
 	_, err := store.FailPendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID, fmt.Sprintf(
-		"the label purchase ended (%s) before its outcome was recorded: the label may or may not have been bought; check with the carrier (the label's reference is %s)", st.status, row.ID))
+		"the label purchase stopped before its outcome was recorded (%s): the label may or may not have been bought; check with the carrier (the label's reference is %s)", run.Reason, row.ID))
 	return false, err
 }
 
 // settlePickup ends a pending pickup whose booking workflow is not
 // running.
-func (a *ShipmentActivities) settlePickup(ctx context.Context, row store.PendingRow, st runState) (bool, error) {
-	if st.none {
+func (a *ShipmentActivities) settlePickup(ctx context.Context, row store.WaitingRow, run WaitingRun) (bool, error) {
+	if run.Missing {
 		_, err := store.DeletePendingPickup(ctx, a.Store.Pool, row.OrganizationID, row.ID)
 		return true, err
 	}
 	_, err := store.FailPendingPickup(ctx, a.Store.Pool, row.OrganizationID, row.ID, fmt.Sprintf(
-		"the pickup booking ended (%s) before its outcome was recorded: the pickup may or may not have been booked; check with the carrier", st.status))
+		"the pickup booking stopped before its outcome was recorded (%s): the pickup may or may not have been booked; check with the carrier", run.Reason))
 	return false, err
 }
 
 // settleShipmentAction fails a pending action whose workflow is not
 // running.
-func (a *ShipmentActivities) settleShipmentAction(ctx context.Context, row store.PendingRow, st runState) (bool, error) {
+func (a *ShipmentActivities) settleShipmentAction(ctx context.Context, row store.WaitingRow, run WaitingRun) (bool, error) {
 	msg := "the action was never sent to the carrier (the service stopped before its workflow started); send it again"
-	if !st.none {
-		msg = fmt.Sprintf("the action's workflow ended (%s) before the carrier's answer was recorded: the change may or may not have been made; check with the carrier", st.status)
+	if !run.Missing {
+		msg = fmt.Sprintf("the action stopped before the carrier's answer was recorded (%s): the change may or may not have been made; check with the carrier", run.Reason)
 	}
 	_, err := store.FinishShipmentAction(ctx, a.Store.Pool, row.OrganizationID, row.ID, store.ShipmentActionOutcome{Status: store.ShipmentActionFailed, Error: msg})
 	if errors.Is(err, store.ErrNotFound) {

@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	workflowpb "go.temporal.io/api/workflow/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -292,14 +290,16 @@ func TestReconcileShipments(t *testing.T) {
 		return id
 	}
 	describe := func(wfID string, st enumspb.WorkflowExecutionStatus) {
-		var err error
-		var res *workflowservice.DescribeWorkflowExecutionResponse
 		if st == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
-			err = serviceerror.NewNotFound("workflow not found")
-		} else {
-			res = &workflowservice.DescribeWorkflowExecutionResponse{WorkflowExecutionInfo: &workflowpb.WorkflowExecutionInfo{Status: st}}
+			tc.On("DescribeWorkflowExecution", mock.Anything, wfID, "").Return(nil, serviceerror.NewNotFound("workflow not found")).Once()
+			return
 		}
-		tc.On("DescribeWorkflowExecution", mock.Anything, wfID, "").Return(res, err).Once()
+		tc.On("DescribeWorkflowExecution", mock.Anything, wfID, "").Return(describeAs(wfID, st, old.Add(time.Second)), nil).Once()
+		if st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			it := mocks.NewHistoryEventIterator(t)
+			it.On("HasNext").Return(false).Maybe()
+			tc.On("GetWorkflowHistory", mock.Anything, wfID, "run-"+wfID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(it).Once()
+		}
 	}
 	none := enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
 
@@ -329,7 +329,7 @@ func TestReconcileShipments(t *testing.T) {
 	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, terminated)
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentException, sh.Status)
-	require.Contains(t, string(sh.CarrierResponse), "ended (terminated)")
+	require.Contains(t, string(sh.CarrierResponse), "(the workflow run was terminated in Temporal)")
 	require.Contains(t, string(sh.CarrierResponse), "may or may not have been bought")
 	for _, id := range []uuid.UUID{running, fresh} {
 		sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
@@ -341,7 +341,7 @@ func TestReconcileShipments(t *testing.T) {
 	p, err := store.PickupByID(ctx, f.st.Pool, f.orgID, pTimedOut)
 	require.NoError(t, err)
 	require.Equal(t, store.PickupFailed, p.Status)
-	require.Contains(t, string(p.CarrierResponse), "ended (timed out)")
+	require.Contains(t, string(p.CarrierResponse), "(the workflow run timed out)")
 	a, err := store.ShipmentActionByID(ctx, f.st.Pool, f.orgID, aNever)
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentActionFailed, a.Status)
@@ -411,7 +411,7 @@ func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
 
 	// Error classes: a refusal, an unknown outcome (503), never sent.
 	setCreds := func(creds map[string]any) {
-		sealed, err := f.box.SealJSON(creds)
+		sealed, err := f.box.SealJSON(creds, store.CarrierAccountCredentialsAD(f.orgID, f.accountID))
 		require.NoError(t, err)
 		_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, f.accountID, sealed)
 		require.NoError(t, err)

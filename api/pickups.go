@@ -445,7 +445,7 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 	in := activities.CancelPickupInput{OrganizationID: orgID.String(), PickupID: id.String(), Reason: reason}
 	opts := worker.StartOptions(workflows.PickupCancelWorkflowID(in.PickupID), s.taskQueue, in.OrganizationID, map[string]any{"pickupId": in.PickupID})
 	var res activities.CancelPickupResult
-	run, err := s.startWorkflow(wctx, r, opts, workflows.PickupCancel, in)
+	run, err := s.startStableWorkflow(r, opts, time.Now(), workflows.PickupCancel, in)
 	if err == nil {
 		err = run.Get(wctx, &res)
 	}
@@ -463,7 +463,7 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) cancelPickupError(r *http.Request, carrier string, err error) error {
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) {
-		if isTemporalUnavailable(r.Context(), err) {
+		if isStartUnknown(err) || isTemporalUnavailable(r.Context(), err) {
 			s.log.WarnContext(r.Context(), "pickup cancel workflow unreachable", append(logAttrs(r), "error", err.Error())...)
 			return errTemporalUnavailable()
 		}

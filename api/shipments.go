@@ -825,15 +825,16 @@ func purchaseID(r *http.Request, orgID uuid.UUID, kind string) uuid.UUID {
 // with update-with-start, or joins the run already going under the same
 // id, and waits for its PurchaseUpdateResult. A closed run (a client's
 // retry after the outcome) answers with its recorded outcome instead of
-// buying again (the id is never reused). An ambiguous error (deadline
-// exceeded, unavailable) re-issues the request once, which the stable id
-// makes safe; if it stays ambiguous the error is returned and the caller
-// leaves the pending row to the reconciler.
+// buying again (the id is never reused). A request whose answer is lost
+// (startMayHaveRun: a deadline, an outage) is sent again, which the stable
+// id makes safe, up to startAttempts times; if the outcome stays unknown
+// the error is a *startUnknownError and the caller leaves the pending row
+// to the run or to the reconciler.
 func (s *Server) runPurchase(ctx context.Context, r *http.Request, opts client.StartWorkflowOptions, wf, in any) (workflows.PurchaseResult, error) {
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	var res workflows.PurchaseResult
 	var err error
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt := 1; attempt <= startAttempts; attempt++ {
 		var h client.WorkflowUpdateHandle
 		h, err = s.temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: s.temporal.NewWithStartWorkflowOperation(opts, wf, in),
@@ -853,10 +854,14 @@ func (s *Server) runPurchase(ctx context.Context, r *http.Request, opts client.S
 			// The run is closed: its outcome is the answer.
 			return s.closedPurchase(ctx, opts.ID)
 		}
-		if !isTemporalUnavailable(r.Context(), err) {
-			return res, err
+		if !startMayHaveRun(err) || ctx.Err() != nil {
+			break
 		}
-		s.log.WarnContext(ctx, "purchase workflow start or update ambiguous", append(logAttrs(r), "workflow_id", opts.ID, "attempt", attempt+1, "error", err.Error())...)
+		s.log.WarnContext(ctx, "purchase start or update outcome unknown; sending it again", append(logAttrs(r), "workflow_id", opts.ID, "attempt", attempt, "error", err.Error())...)
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+	if startMayHaveRun(err) {
+		return res, &startUnknownError{err: err}
 	}
 	return res, err
 }
@@ -882,7 +887,7 @@ type purchaseRequest struct {
 // re-inserted it).
 func (s *Server) awaitPurchase(ctx context.Context, r *http.Request, p purchaseRequest) (workflows.PurchaseResult, error) {
 	res, err := s.runPurchase(ctx, r, p.opts, p.workflow, p.input)
-	if err != nil && isTemporalUnavailable(r.Context(), err) {
+	if isStartUnknown(err) || err != nil && isTemporalUnavailable(r.Context(), err) {
 		s.log.WarnContext(ctx, "purchase workflow unreachable", append(logAttrs(r), "workflow_id", p.opts.ID, "error", err.Error())...)
 		return res, errTemporalUnavailable()
 	}
@@ -909,23 +914,6 @@ func (s *Server) closedPurchase(ctx context.Context, wfID string) (workflows.Pur
 		return res, nil
 	}
 	return res, err
-}
-
-// startWorkflow starts a workflow (ExecuteWorkflow) and re-issues the start
-// once after an ambiguous error (the stable workflow id makes it safe).
-func (s *Server) startWorkflow(ctx context.Context, r *http.Request, opts client.StartWorkflowOptions, wf, in any) (client.WorkflowRun, error) {
-	var run client.WorkflowRun
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
-		sctx, cancel := context.WithTimeout(ctx, startWorkflowTimeout)
-		run, err = s.temporal.ExecuteWorkflow(sctx, opts, wf, in)
-		cancel()
-		if err == nil || !isTemporalUnavailable(ctx, err) {
-			return run, err
-		}
-		s.log.WarnContext(ctx, "workflow start ambiguous", append(logAttrs(r), "workflow_id", opts.ID, "attempt", attempt+1, "error", err.Error())...)
-	}
-	return run, err
 }
 
 // shipmentServiceRefusal names the service field for the carriers' refusals
@@ -1347,16 +1335,19 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 	}
 	in := workflows.ShipmentActionInput{OrganizationID: p.OrganizationID.String(), ShipmentID: sh.ID.String(), ActionID: actionID.String()}
 	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"shipmentId": in.ShipmentID, "actionId": in.ActionID})
-	if _, err := s.startWorkflow(ctx, r, opts, workflows.ShipmentAction, in); err != nil {
-		if isTemporalUnavailable(ctx, err) {
+	if _, err := s.startStableWorkflow(r, opts, act.CreatedAt, workflows.ShipmentAction, in); err != nil {
+		if isStartUnknown(err) {
 			// The run may exist: the pending record stays, for it or for
 			// the reconciler (Maintenance), which fails it if no run does.
 			s.log.WarnContext(ctx, "start workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
 			return errTemporalUnavailable()
 		}
-		// Refused: nothing will send it, the record goes.
+		// Refused, or no run after all: nothing will send it, the record goes.
 		if delErr := store.DeleteShipmentAction(context.WithoutCancel(ctx), s.store.Pool, p.OrganizationID, actionID); delErr != nil {
 			s.log.ErrorContext(ctx, "delete unsent shipment action", append(logAttrs(r), "action_id", actionID, "error", delErr)...)
+		}
+		if isTemporalUnavailable(ctx, err) {
+			return errTemporalUnavailable()
 		}
 		return err
 	}

@@ -89,9 +89,10 @@ func startPurchases(t testing.TB) *purchaseStack {
 	require.Equal(t, 201, code, "%v", out)
 	p.key = data(out)["key"].(string)
 	ctx := context.Background()
-	sealed, err := base.box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"})
-	require.NoError(t, err)
 	acct, order := uuid.New(), uuid.New()
+	sealed, err := base.box.SealJSON(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"},
+		store.CarrierAccountCredentialsAD(uuid.MustParse(p.org), acct))
+	require.NoError(t, err)
 	_, err = base.store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels)
 		VALUES ($1, $2, 'FedEx', 'carrier_a', $3, true, true, true)`, acct, p.org, sealed)
 	require.NoError(t, err)

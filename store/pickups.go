@@ -145,10 +145,10 @@ func DeletePendingPickup(ctx context.Context, db DBTX, orgID, id uuid.UUID) (del
 	return tag.RowsAffected() > 0, nil
 }
 
-// PendingPickups lists pickups still pending created before olderThan,
+// StalePendingPickups lists pickups still pending created before cutoff,
 // oldest first.
-func PendingPickups(ctx context.Context, db DBTX, olderThan time.Time, limit int) ([]PendingRow, error) {
-	return pendingRows(ctx, db, "pickups", olderThan, limit)
+func StalePendingPickups(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	return stalePending(ctx, db, "pickups", cutoff, limit)
 }
 
 // PickupByID finds a pickup of the organization.

@@ -157,8 +157,8 @@ type ShipmentActionAddress struct {
 	Country string `json:"country"`
 }
 
-// PendingShipmentActions lists action records still pending created before
-// olderThan, oldest first.
-func PendingShipmentActions(ctx context.Context, db DBTX, olderThan time.Time, limit int) ([]PendingRow, error) {
-	return pendingRows(ctx, db, "shipment_actions", olderThan, limit)
+// StalePendingShipmentActions lists action records still pending created
+// before cutoff, oldest first.
+func StalePendingShipmentActions(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	return stalePending(ctx, db, "shipment_actions", cutoff, limit)
 }

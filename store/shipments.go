@@ -145,27 +145,20 @@ UPDATE shipments SET status = 'exception', carrier_response = jsonb_build_object
 	return tag.RowsAffected() > 0, nil
 }
 
-// PendingRow names a row left waiting on a workflow.
-type PendingRow struct {
-	OrganizationID uuid.UUID `db:"organization_id"`
-	ID             uuid.UUID `db:"id"`
-	CreatedAt      time.Time `db:"created_at"`
-}
-
-// pendingRows lists up to limit rows of table still pending that were
-// created before olderThan, oldest first (each table has a partial index on
+// stalePending lists up to limit rows of table still pending that were
+// created before cutoff, oldest first (each table has a partial index on
 // created_at for its pending rows).
-func pendingRows(ctx context.Context, db DBTX, table string, olderThan time.Time, limit int) ([]PendingRow, error) {
-	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at FROM `+table+`
- WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2`, olderThan, limit)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[PendingRow])
+func stalePending(ctx context.Context, db DBTX, table string, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at AS since FROM `+table+`
+ WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }
 
-// PendingShipments lists shipments still pending (label not recorded)
-// created before olderThan, oldest first.
-func PendingShipments(ctx context.Context, db DBTX, olderThan time.Time, limit int) ([]PendingRow, error) {
-	return pendingRows(ctx, db, "shipments", olderThan, limit)
+// StalePendingShipments lists shipments still pending (label not
+// recorded) created before cutoff, oldest first.
+func StalePendingShipments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	return stalePending(ctx, db, "shipments", cutoff, limit)
 }
 
 // ShipmentLabelDoc is a bought label: what the shipment row records and the

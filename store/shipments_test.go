@@ -98,11 +98,11 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	// A pending shipment: listed as pending past its bound, failed with a
 	// reason (only while pending), or deleted (only while pending).
 	sh3 := shpTestPending(t, s, orgID, orderID, accountID)
-	pend, err := store.PendingShipments(ctx, s.Pool, time.Now().Add(time.Minute), 100)
+	pend, err := store.StalePendingShipments(ctx, s.Pool, time.Now().Add(time.Minute), 100)
 	require.NoError(t, err)
-	require.Contains(t, pend, store.PendingRow{OrganizationID: orgID, ID: sh3.ID, CreatedAt: sh3.CreatedAt})
-	require.NotContains(t, pend, store.PendingRow{OrganizationID: orgID, ID: sh.ID, CreatedAt: sh.CreatedAt})
-	pend, err = store.PendingShipments(ctx, s.Pool, sh3.CreatedAt, 100)
+	require.Contains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: sh3.ID, Since: sh3.CreatedAt})
+	require.NotContains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: sh.ID, Since: sh.CreatedAt})
+	pend, err = store.StalePendingShipments(ctx, s.Pool, sh3.CreatedAt, 100)
 	require.NoError(t, err)
 	for _, p := range pend {
 		require.NotEqual(t, sh3.ID, p.ID, "not yet past its bound")
@@ -277,9 +277,9 @@ func TestStorePickups(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrNotFound, "only a confirmed pickup is cancelled")
 
 	// A pending booking: listed past its bound, then confirmed (once).
-	pend, err := store.PendingPickups(ctx, s.Pool, time.Now().Add(time.Minute), 100)
+	pend, err := store.StalePendingPickups(ctx, s.Pool, time.Now().Add(time.Minute), 100)
 	require.NoError(t, err)
-	require.Contains(t, pend, store.PendingRow{OrganizationID: orgID, ID: booking.ID, CreatedAt: booking.CreatedAt})
+	require.Contains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: booking.ID, Since: booking.CreatedAt})
 	again, created, err := store.InsertPickup(ctx, s.Pool, booking)
 	require.NoError(t, err)
 	require.False(t, created)

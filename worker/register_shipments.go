@@ -29,6 +29,7 @@ func registerShipments(r sdkworker.Registry, deps Deps) {
 		Secrets:  deps.Secrets,
 		Carriers: deps.Carriers,
 		Logger:   deps.Logger.With("component", "activities"),
+		Temporal: deps.Temporal,
 	})
 }
 
