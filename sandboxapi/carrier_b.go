@@ -587,17 +587,13 @@ func ubTrackAddress(p sbPlace) map[string]any {
 // (ReferenceNumber of the ship request): its shipment with the packages'
 // tracking numbers, or the TW0001 warning of an unknown inquiry.
 func (s *carrierSandbox) ubTrackReference(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("transId") == "" || r.Header.Get("transactionSrc") == "" {
-		ubError(w, http.StatusBadRequest, "VSS000", "Missing required header: transId and transactionSrc are required.")
+	if !ubTrackHeaders(w, r) {
 		return
 	}
 	ref := pathParam(r, "reference")
 	sh, ok := s.labelByReference("carrier_b", ref)
 	if !ok {
-		writeJSON(w, http.StatusOK, map[string]any{"trackResponse": map[string]any{"shipment": []map[string]any{{
-			"inquiryNumber": ref,
-			"warnings":      []map[string]any{{"code": "TW0001", "message": "Tracking Information Not Found"}},
-		}}}})
+		ubTrackNotFound(w, ref)
 		return
 	}
 	pkgs := make([]map[string]any, 0, len(sh.pieces))
@@ -609,18 +605,31 @@ func (s *carrierSandbox) ubTrackReference(w http.ResponseWriter, r *http.Request
 	}}}})
 }
 
-func (s *carrierSandbox) ubTrack(w http.ResponseWriter, r *http.Request) {
+// ubTrackHeaders refuses a tracking call without its required headers.
+func ubTrackHeaders(w http.ResponseWriter, r *http.Request) bool {
 	if r.Header.Get("transId") == "" || r.Header.Get("transactionSrc") == "" {
 		ubError(w, http.StatusBadRequest, "VSS000", "Missing required header: transId and transactionSrc are required.")
+		return false
+	}
+	return true
+}
+
+// ubTrackNotFound answers an inquiry the carrier does not know (TW0001).
+func ubTrackNotFound(w http.ResponseWriter, inquiry string) {
+	writeJSON(w, http.StatusOK, map[string]any{"trackResponse": map[string]any{"shipment": []map[string]any{{
+		"inquiryNumber": inquiry,
+		"warnings":      []map[string]any{{"code": "TW0001", "message": "Tracking Information Not Found"}},
+	}}}})
+}
+
+func (s *carrierSandbox) ubTrack(w http.ResponseWriter, r *http.Request) {
+	if !ubTrackHeaders(w, r) {
 		return
 	}
 	n := pathParam(r, "number")
 	sh, ok := s.shipment("carrier_b", n)
 	if !ok {
-		writeJSON(w, http.StatusOK, map[string]any{"trackResponse": map[string]any{"shipment": []map[string]any{{
-			"inquiryNumber": n,
-			"warnings":      []map[string]any{{"code": "TW0001", "message": "Tracking Information Not Found"}},
-		}}}})
+		ubTrackNotFound(w, n)
 		return
 	}
 	evs := sh.timeline(s.now(), sbCarriers["carrier_b"].hub)
