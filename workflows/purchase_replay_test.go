@@ -14,21 +14,21 @@ import (
 // shipment was deleted meanwhile, and a booked pickup. A change these
 // histories cannot replay fails here (guard it with workflow.GetVersion).
 func TestPurchaseReplay(t *testing.T) {
-	for file, reg := range map[string]func(*worker.WorkflowReplayer){
-		"shipment_label_history.json":        registerShipmentLabel,
-		"shipment_label_voided_history.json": registerShipmentLabel,
-		"pickup_booking_history.json": func(r *worker.WorkflowReplayer) {
-			(*r).RegisterWorkflowWithOptions(PickupBooking, workflow.RegisterOptions{Name: PickupBookingWorkflowType})
-		},
+	label := func(r worker.WorkflowReplayer) {
+		r.RegisterWorkflowWithOptions(ShipmentLabel, workflow.RegisterOptions{Name: ShipmentLabelWorkflowType})
+	}
+	pickup := func(r worker.WorkflowReplayer) {
+		r.RegisterWorkflowWithOptions(PickupBooking, workflow.RegisterOptions{Name: PickupBookingWorkflowType})
+	}
+	for file, register := range map[string]func(worker.WorkflowReplayer){
+		"shipment_label_history.json":        label,
+		"shipment_label_voided_history.json": label,
+		"pickup_booking_history.json":        pickup,
 	} {
 		t.Run(file, func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			reg(&r)
+			r := newReplayer(t)
+			register(r)
 			require.NoError(t, r.ReplayWorkflowHistoryFromJSONFile(nil, "testdata/"+file))
 		})
 	}
-}
-
-func registerShipmentLabel(r *worker.WorkflowReplayer) {
-	(*r).RegisterWorkflowWithOptions(ShipmentLabel, workflow.RegisterOptions{Name: ShipmentLabelWorkflowType})
 }
