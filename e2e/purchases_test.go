@@ -237,21 +237,11 @@ func TestPickupBookingEndToEnd(t *testing.T) {
 	for day.Weekday() == time.Saturday || day.Weekday() == time.Sunday {
 		day = day.AddDate(0, 0, 1)
 	}
-	req := func(key string) (int, map[string]any) {
-		raw := `{"carrierAccountId":"` + p.acct + `","pickupDate":"` + day.Format("2006-01-02") + `","readyTime":"09:00","closeTime":"17:00",` +
-			`"pickupAddress":{"address1":"10 Main St","city":"Memphis","provinceCode":"TN","zip":"38103","countryCode":"US"}}`
-		r, err := http.NewRequest("POST", p.api.URL+"/api/v1/pickups", strings.NewReader(raw))
-		require.NoError(t, err)
-		r.Header.Set("Authorization", "Bearer "+p.key)
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Idempotency-Key", key)
-		resp, err := p.api.Client().Do(r)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		out := map[string]any{}
-		require.NoError(t, jsonDecode(resp.Body, &out))
-		return resp.StatusCode, out
+	body := map[string]any{
+		"carrierAccountId": p.acct, "pickupDate": day.Format("2006-01-02"), "readyTime": "09:00", "closeTime": "17:00",
+		"pickupAddress": map[string]any{"address1": "10 Main St", "city": "Memphis", "provinceCode": "TN", "zip": "38103", "countryCode": "US"},
 	}
+	req := func(key string) (int, map[string]any) { return p.callWithKey("POST", "/api/v1/pickups", body, key) }
 	code, out := req("pickup-1")
 	require.Equal(t, 201, code, "%v", out)
 	id := out["pickup"].(map[string]any)["id"].(string)
@@ -323,4 +313,53 @@ func BenchmarkCreateShipment(b *testing.B) {
 		pct(over, 0.5).Round(100*time.Microsecond), pct(over, 0.99).Round(100*time.Microsecond), over[len(over)-1].Round(100*time.Microsecond))
 }
 
-func jsonDecode(r io.Reader, out any) error { return json.NewDecoder(r).Decode(out) }
+// callWithKey sends a request with the stack's API key and an
+// Idempotency-Key.
+func (p *purchaseStack) callWithKey(method, path string, body any, key string) (int, map[string]any) {
+	p.t.Helper()
+	raw, err := json.Marshal(body)
+	require.NoError(p.t, err)
+	r, err := http.NewRequest(method, p.api.URL+path, strings.NewReader(string(raw)))
+	require.NoError(p.t, err)
+	r.Header.Set("Authorization", "Bearer "+p.key)
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", key)
+	resp, err := p.api.Client().Do(r)
+	require.NoError(p.t, err)
+	defer resp.Body.Close()
+	out := map[string]any{}
+	require.NoError(p.t, json.NewDecoder(resp.Body).Decode(&out))
+	return resp.StatusCode, out
+}
+
+// TestShipmentLabelRetryAfterUnknownEndToEnd: the carrier answers 503 (the
+// label may have been sold): 502, and the client's retry with the same
+// Idempotency-Key, once its stored answer is gone, is answered from the
+// closed run (its encrypted failure decoded) without a second purchase.
+func TestShipmentLabelRetryAfterUnknownEndToEnd(t *testing.T) {
+	p := startPurchases(t)
+	w := p.worker(nil)
+	defer w.Stop()
+	ctx := context.Background()
+	acct := uuid.New()
+	sealed, err := p.box.SealJSON(map[string]any{"accountNumber": "sandbox-fail", "childKey": "k", "childSecret": "s"},
+		store.CarrierAccountCredentialsAD(uuid.MustParse(p.org), acct))
+	require.NoError(t, err)
+	_, err = p.store.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, credentials, supports_rating, supports_pickup, supports_labels)
+		VALUES ($1, $2, 'Down', 'carrier_a', $3, true, true, true)`, acct, p.org, sealed)
+	require.NoError(t, err)
+	body := p.shipmentBody()
+	body["carrier_account_id"] = acct.String()
+
+	code, first := p.callWithKey("POST", "/api/v1/shipments", body, "unknown-1")
+	require.Equal(t, 502, code, "%v", first)
+	msg := first["error"].(map[string]any)["message"].(string)
+	require.Contains(t, msg, "may or may not have been bought")
+	require.EqualValues(t, 1, p.ships.Load())
+	_, err = p.store.Pool.Exec(ctx, `DELETE FROM idempotency_keys`)
+	require.NoError(t, err)
+	code, again := p.callWithKey("POST", "/api/v1/shipments", body, "unknown-1")
+	require.Equal(t, 502, code, "%v", again)
+	require.Equal(t, msg, again["error"].(map[string]any)["message"])
+	require.EqualValues(t, 1, p.ships.Load(), "never bought twice")
+}
