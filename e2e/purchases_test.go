@@ -265,6 +265,11 @@ func TestPickupBookingEndToEnd(t *testing.T) {
 	res := p.mustCall(200, p.key, "DELETE", "/api/v1/pickups/"+id, map[string]any{"reason": "not needed"})
 	require.Equal(t, true, res["success"])
 	require.Equal(t, "cancelled", data(p.mustCall(200, p.key, "GET", "/api/v1/pickups/"+id, nil))["status"])
+	cancelID := workflows.PickupCancelWorkflowID(id)
+	desc, err = p.temporal.DescribeWorkflowExecution(ctx, cancelID, "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
+	writeHistory(t, ctx, p.temporal, cancelID, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "pickup_cancel_history.json")
 }
 
 // BenchmarkCreateShipment measures POST /shipments end to end (the API,
