@@ -9,8 +9,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/carriers/carrierstest"
@@ -164,7 +169,8 @@ func TestSendShipmentActionFailures(t *testing.T) {
 	_, err = f.st.Pool.Exec(ctx, `UPDATE shipments SET tracking_number = $2 WHERE id = $1`, f.shipmentID, f.tracking)
 	require.NoError(t, err)
 
-	// Credentials refused: permanent; carrier unavailable: retryable.
+	// Credentials refused: permanent; the carrier answers 503: the outcome
+	// is unknown (the change may carry a fee), not retried.
 	setCreds := func(creds map[string]any) {
 		sealed, err := f.box.SealJSON(creds, store.CarrierAccountCredentialsAD(f.orgID, f.accountID))
 		require.NoError(t, err)
@@ -177,7 +183,8 @@ func TestSendShipmentActionFailures(t *testing.T) {
 	require.NotContains(t, err.Error(), "sandbox-fail")
 	setCreds(map[string]any{"accountNumber": "sandbox-fail", "childKey": "k", "childSecret": "s"})
 	_, err = f.send(id)
-	requireShipmentAppErr(t, err, ErrTypeShipmentCarrierUnavailable, true)
+	requireShipmentAppErr(t, err, ErrTypeShipmentActionOutcomeUnknown, false)
+	require.Contains(t, err.Error(), "may or may not have been made")
 
 	// The account is not active, then deleted; the shipment has no number.
 	_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET status = 'inactive' WHERE id = $1`, f.accountID)
@@ -252,4 +259,189 @@ func TestCompletePastPickupsActivity(t *testing.T) {
 	res, err = f.acts.CompletePastPickups(ctx, CompletePastPickupsInput{AsOf: asOf})
 	require.NoError(t, err)
 	require.Zero(t, res.Completed)
+}
+
+// TestReconcileShipments: pending rows past their bound are reconciled with
+// their workflow, described through a mocked Temporal client.
+func TestReconcileShipments(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	f.acts.Temporal = tc
+	old := time.Now().Add(-time.Hour)
+	shipment := func(age time.Time) uuid.UUID {
+		id := uuid.New()
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status, created_at)
+			VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending', $4)`, id, f.orgID, f.accountID, age)
+		require.NoError(t, err)
+		return id
+	}
+	pickup := func() uuid.UUID {
+		id := uuid.New()
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time, created_at)
+			VALUES ($1, $2, $3, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00', $4)`, id, f.orgID, f.accountID, old)
+		require.NoError(t, err)
+		return id
+	}
+	action := func() uuid.UUID {
+		id := f.action("hold", store.ShipmentActionConfig{Reason: "other"})
+		_, err := f.st.Pool.Exec(ctx, `UPDATE shipment_actions SET created_at = $2 WHERE id = $1`, id, old)
+		require.NoError(t, err)
+		return id
+	}
+	describe := func(wfID string, st enumspb.WorkflowExecutionStatus) {
+		if st == enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED {
+			tc.On("DescribeWorkflowExecution", mock.Anything, wfID, "").Return(nil, serviceerror.NewNotFound("workflow not found")).Once()
+			return
+		}
+		tc.On("DescribeWorkflowExecution", mock.Anything, wfID, "").Return(describeAs(wfID, st, old.Add(time.Second)), nil).Once()
+		if st != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			it := mocks.NewHistoryEventIterator(t)
+			it.On("HasNext").Return(false).Maybe()
+			tc.On("GetWorkflowHistory", mock.Anything, wfID, "run-"+wfID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(it).Once()
+		}
+	}
+	none := enumspb.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED
+
+	neverStarted, terminated, running := shipment(old), shipment(old), shipment(old)
+	fresh := shipment(time.Now())
+	describe(ShipmentLabelIDPrefix+neverStarted.String(), none)
+	describe(ShipmentLabelIDPrefix+terminated.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	pNever, pTimedOut := pickup(), pickup()
+	describe(PickupBookingIDPrefix+pNever.String(), none)
+	describe(PickupBookingIDPrefix+pTimedOut.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT)
+	aNever, aTerminated := action(), action()
+	describe(ShipmentActionIDPrefix+aNever.String(), none)
+	describe(ShipmentActionIDPrefix+aTerminated.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
+
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	val, err := env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(t, err)
+	var res ReconcileShipmentsResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, ReconcileShipmentsResult{Running: 1, Removed: 2, Failed: 4}, res)
+
+	_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, neverStarted)
+	require.ErrorIs(t, err, store.ErrNotFound, "never started: nothing was bought")
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, terminated)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentException, sh.Status)
+	require.Contains(t, string(sh.CarrierResponse), "(the workflow run was terminated in Temporal)")
+	require.Contains(t, string(sh.CarrierResponse), "may or may not have been bought")
+	for _, id := range []uuid.UUID{running, fresh} {
+		sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
+		require.NoError(t, err)
+		require.Equal(t, store.ShipmentPending, sh.Status)
+	}
+	_, err = store.PickupByID(ctx, f.st.Pool, f.orgID, pNever)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	p, err := store.PickupByID(ctx, f.st.Pool, f.orgID, pTimedOut)
+	require.NoError(t, err)
+	require.Equal(t, store.PickupFailed, p.Status)
+	require.Contains(t, string(p.CarrierResponse), "(the workflow run timed out)")
+	a, err := store.ShipmentActionByID(ctx, f.st.Pool, f.orgID, aNever)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionFailed, a.Status)
+	require.Contains(t, *a.Error, "never sent")
+	a, err = store.ShipmentActionByID(ctx, f.st.Pool, f.orgID, aTerminated)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionFailed, a.Status)
+	require.Contains(t, *a.Error, "may or may not have been made")
+
+	// A second run finds only the running one.
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	val, err = env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, ReconcileShipmentsResult{Running: 1}, res)
+}
+
+// TestBuyShipmentLabelAgainstSandbox: the label purchase activity and its
+// error classes, the record and the void.
+func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	pending := func() uuid.UUID {
+		id := uuid.New()
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status)
+			VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending')`, id, f.orgID, f.accountID)
+		require.NoError(t, err)
+		return id
+	}
+	req := carriers.LabelRequest{
+		ShipFrom:    carriers.Address{Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
+		ShipTo:      carriers.Address{Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
+		Packages:    []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}}},
+		ServiceType: "FEDEX_GROUND", ShipDate: time.Now().UTC().AddDate(0, 0, 1),
+	}
+	buy := func(acts *ShipmentActivities, id uuid.UUID) (BuyShipmentLabelResult, error) {
+		return acts.BuyShipmentLabel(ctx, BuyShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(),
+			CarrierAccountID: f.accountID.String(), Request: req})
+	}
+
+	// Bought, recorded; bought again: nothing is bought, it is recorded.
+	id := pending()
+	res, err := buy(f.acts, id)
+	require.NoError(t, err)
+	require.False(t, res.AlreadyRecorded)
+	require.NotEmpty(t, res.Label.TrackingNumber)
+	require.NoError(t, f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(), Label: res.Label}))
+	require.NoError(t, f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(), Label: res.Label}), "idempotent")
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentLabelCreated, sh.Status)
+	again, err := buy(f.acts, id)
+	require.NoError(t, err)
+	require.True(t, again.AlreadyRecorded)
+	require.Equal(t, res.Label.TrackingNumber, again.Label.TrackingNumber)
+
+	// The shipment deleted: nothing bought; recording a bought label is
+	// PurchaseGone (it must be voided), and the void passes.
+	gone := pending()
+	_, err = f.st.Pool.Exec(ctx, `DELETE FROM shipments WHERE id = $1`, gone)
+	require.NoError(t, err)
+	_, err = buy(f.acts, gone)
+	requireShipmentAppErr(t, err, ErrTypePurchaseGone, false)
+	err = f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: gone.String(), Label: res.Label})
+	requireShipmentAppErr(t, err, ErrTypePurchaseGone, false)
+	require.NoError(t, f.acts.VoidShipmentLabel(ctx, VoidShipmentLabelInput{OrganizationID: f.orgID.String(), CarrierAccountID: f.accountID.String(), TrackingNumber: res.Label.TrackingNumber}))
+
+	// Error classes: a refusal, an unknown outcome (503), never sent.
+	setCreds := func(creds map[string]any) {
+		sealed, err := f.box.SealJSON(creds, store.CarrierAccountCredentialsAD(f.orgID, f.accountID))
+		require.NoError(t, err)
+		_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET credentials = $2 WHERE id = $1`, f.accountID, sealed)
+		require.NoError(t, err)
+	}
+	setCreds(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "sandbox-fail"})
+	_, err = buy(f.acts, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierRefused, false)
+	require.NotContains(t, err.Error(), "sandbox-fail")
+	setCreds(map[string]any{"accountNumber": "sandbox-fail", "childKey": "k", "childSecret": "s"})
+	_, err = buy(f.acts, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierOutcomeUnknown, false)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr))
+	var failure CarrierFailure
+	require.NoError(t, appErr.Details(&failure))
+	require.Equal(t, 503, failure.StatusCode)
+	closed := httptest.NewServer(nil)
+	closed.Close()
+	down := *f.acts
+	down.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: closed.URL})
+	setCreds(map[string]any{"accountNumber": "123456789", "childKey": "k", "childSecret": "s"})
+	_, err = buy(&down, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierNotSent, true)
+
+	// The account not active: refused before any call, with its API code.
+	_, err = f.st.Pool.Exec(ctx, `UPDATE carrier_accounts SET status = 'inactive' WHERE id = $1`, f.accountID)
+	require.NoError(t, err)
+	_, err = buy(f.acts, pending())
+	requireShipmentAppErr(t, err, ErrTypeCarrierRefused, false)
+	require.True(t, errors.As(err, &appErr))
+	require.NoError(t, appErr.Details(&failure))
+	require.Equal(t, "carrier_account_not_active", failure.APICode)
 }

@@ -12,18 +12,27 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
 )
 
 // mountPickups registers the pickup endpoints (carrier_a only). The carrier
-// is called in real time: a request it refuses as invalid is 400
-// validation_error, its other failures 502 carrier_error; a booking that
-// cannot be recorded is cancelled with the carrier. A confirmed pickup whose date (UTC) has passed
-// reads as completed at once, and the schedule/pickup-completion Temporal
-// Schedule (worker.EnsurePickupCompletionSchedule) persists it hourly.
+// is called in real time through workflows (CONTRACT 8b): POST books with
+// the PickupBooking workflow (pickup/<pickupId>, update-with-start; the
+// pickup is inserted as pending first and shown only once confirmed),
+// DELETE cancels with PickupCancel (pickup-cancel/<pickupId>); the request
+// waits for the outcome. A request the carrier refuses as invalid is 400
+// validation_error, its other failures 502 carrier_error; a booking whose
+// outcome is unknown is 502 (the pickup ends failed, hidden, with the
+// reason); a booking that cannot be recorded is cancelled with the carrier.
+// A confirmed pickup whose date (UTC) has passed reads as completed at
+// once, and the schedule/pickup-completion Temporal Schedule
+// (worker.EnsurePickupCompletionSchedule) persists it hourly.
 func (s *Server) mountPickups(r chi.Router) {
 	read := r.With(s.scope("pickups:read"))
 	write := r.With(s.scope("pickups:write"))
@@ -39,7 +48,8 @@ const (
 	pickupMaxWeight       = 100_000
 	pickupMaxAddressField = 255
 	pickupMaxReason       = 500
-	pickupCarrierTimeout  = 30 * time.Second
+	// pickupWorkTimeout bounds the wait for a booking or cancellation.
+	pickupWorkTimeout = 100 * time.Second
 )
 
 var pickupTimeRe = regexp.MustCompile(`^([01]\d|2[0-3]):[0-5]\d$`)
@@ -157,6 +167,9 @@ func (s *Server) getPickup(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	p, err := store.PickupByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
+	if err == nil && !p.Visible() {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		return notFoundAs(err, "pickup")
 	}
@@ -290,15 +303,6 @@ type pickupCreatedJSON struct {
 	Messages           []string   `json:"messages"`
 }
 
-// pickupCarrierResponse is what a pickup keeps of the carrier's answer
-// (carrierResponse): the location is needed to cancel an express pickup.
-type pickupCarrierResponse struct {
-	ConfirmationNumber string          `json:"confirmationNumber"`
-	Location           string          `json:"location"`
-	Messages           []string        `json:"messages"`
-	Raw                json.RawMessage `json:"raw"`
-}
-
 func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
@@ -317,9 +321,8 @@ func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	if !acct.SupportsPickup || acct.Carrier != carriers.CarrierA {
 		return errBadRequest("pickups_not_supported", fmt.Sprintf("carrier account %q (%s) does not support pickups; only carrier_a pickups are supported", acct.Name, acct.Carrier))
 	}
-	carrier, adapterAcct, err := s.shipmentAdapter(acct)
-	if err != nil {
-		return err
+	if s.temporal == nil {
+		return errTemporalUnavailable()
 	}
 	req := carriers.PickupRequest{
 		Address: carriers.Address{
@@ -332,53 +335,54 @@ func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	if in.totalWeight != nil {
 		req.TotalWeight = &carriers.Weight{Value: in.totalWeight.Value, Unit: in.totalWeight.Unit}
 	}
-	// The carrier booking must be recorded even if the client hangs up.
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pickupCarrierTimeout+10*time.Second)
-	defer cancel()
-	cctx, ccancel := context.WithTimeout(wctx, pickupCarrierTimeout)
-	res, err := carrier.CreatePickup(cctx, adapterAcct, req)
-	ccancel()
-	if err != nil {
-		if verr, ok := carrierValidationError(err, pickupRefusalField); ok {
-			return verr
-		}
-		return s.shipmentCarrierError(r, acct.Carrier+" refused the pickup", err)
-	}
-	msgs := res.Messages
-	if msgs == nil {
-		msgs = []string{}
-	}
-	conf := res.ConfirmationNumber
 	p := store.Pickup{
-		ID: uuid.New(), OrganizationID: orgID, CarrierAccountID: &acct.ID, Carrier: acct.Carrier,
-		ExternalID: &conf, Status: store.PickupConfirmed, PickupAddress: orderJSONOf(in.address),
-		PickupDate: in.date, ReadyTime: in.ready, CloseTime: in.close, PackageCount: in.packages,
-		ConfirmationNumber: &conf, Metadata: in.metadata,
-		CarrierResponse: orderJSONOf(pickupCarrierResponse{ConfirmationNumber: conf, Location: res.Location, Messages: msgs, Raw: shipmentRaw(res.Raw, "null")}),
+		ID: purchaseID(r, orgID, "pickup"), OrganizationID: orgID, CarrierAccountID: &acct.ID, Carrier: acct.Carrier,
+		Status: store.PickupPending, PickupAddress: orderJSONOf(in.address),
+		PickupDate: in.date, ReadyTime: in.ready, CloseTime: in.close, PackageCount: in.packages, Metadata: in.metadata,
 	}
 	if in.totalWeight != nil {
 		p.TotalWeight = orderJSONOf(in.totalWeight)
 	}
-	created, err := store.InsertPickup(wctx, s.store.Pool, p)
+	// The booking runs to its end even when the client hangs up.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pickupWorkTimeout)
+	defer cancel()
+	cur, created, err := store.InsertPickup(wctx, s.store.Pool, p)
 	if err != nil {
-		// Booked with the carrier but not recorded: nobody could see or
-		// cancel it here, so it is cancelled with the carrier (on a context
-		// of its own: the client may be gone, the work context spent).
-		s.log.ErrorContext(ctx, "record booked pickup", append(logAttrs(r), "confirmation_number", conf, "error", err)...)
-		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), pickupCarrierTimeout)
-		defer vcancel()
-		if _, cErr := carrier.CancelPickup(vctx, adapterAcct, carriers.CancelPickupRequest{
-			ConfirmationNumber: conf, PickupDate: req.PickupDate, Location: res.Location,
-			Reason: "the booking could not be recorded",
-		}); cErr != nil && !pickupAlreadyCancelled(cErr) {
-			s.log.ErrorContext(ctx, "cancel unrecorded pickup", append(logAttrs(r), "confirmation_number", conf, "error", cErr.Error())...)
-		} else {
-			s.log.WarnContext(ctx, "unrecorded pickup cancelled with the carrier", append(logAttrs(r), "confirmation_number", conf)...)
-		}
 		return err
 	}
-	writeJSON(w, http.StatusCreated, pickupCreatedJSON{Pickup: toPickupJSON(created, time.Now()), ConfirmationNumber: conf, Messages: msgs})
+	if cur.Status != store.PickupPending && cur.Visible() {
+		// A client's retry of a booking that is done.
+		var booked activities.PickupCarrierResponse
+		_ = json.Unmarshal(cur.CarrierResponse, &booked)
+		writePickupCreated(w, cur, booked.Messages)
+		return nil
+	}
+	wfIn := workflows.PickupBookingInput{OrganizationID: orgID.String(), PickupID: p.ID.String(), CarrierAccountID: acct.ID.String(), Request: req}
+	opts := worker.StartOptions(workflows.PickupBookingWorkflowID(wfIn.PickupID), s.taskQueue, wfIn.OrganizationID, map[string]any{"pickupId": wfIn.PickupID})
+	res, err := s.awaitPurchase(wctx, r, purchaseRequest{
+		opts: opts, workflow: workflows.PickupBooking, input: wfIn, created: created,
+		removePending: func(ctx context.Context) (bool, error) {
+			return store.DeletePendingPickup(ctx, s.store.Pool, orgID, p.ID)
+		},
+		what: acct.Carrier + " refused the pickup", field: pickupRefusalField,
+	})
+	if err != nil {
+		return err
+	}
+	booked, err := store.PickupByID(wctx, s.store.Pool, orgID, p.ID)
+	if err != nil {
+		return err
+	}
+	writePickupCreated(w, booked, res.Messages)
 	return nil
+}
+
+// writePickupCreated writes the 201 of a booked pickup.
+func writePickupCreated(w http.ResponseWriter, p store.Pickup, msgs []string) {
+	if msgs == nil {
+		msgs = []string{}
+	}
+	writeJSON(w, http.StatusCreated, pickupCreatedJSON{Pickup: toPickupJSON(p, time.Now()), ConfirmationNumber: deref(p.ConfirmationNumber), Messages: msgs})
 }
 
 // --- cancel ---
@@ -393,12 +397,13 @@ type pickupCancelledJSON struct {
 	Messages []string `json:"messages"`
 }
 
-// cancelPickup cancels a confirmed pickup with the carrier, then records
-// it. The pickup row is locked across the carrier call so two
-// cancellations never both reach the carrier. Completed or cancelled
-// pickups are 400 invalid_state; a carrier refusal is 502 and the pickup
-// stays confirmed. A pickup the carrier reports as already cancelled is
-// recorded as cancelled.
+// cancelPickup cancels a confirmed pickup with the carrier through the
+// PickupCancel workflow, which records it with a compare-and-set (no row
+// lock or transaction is held across the carrier call; concurrent requests
+// share one run, and a repeated cancellation is harmless). Completed or
+// cancelled pickups are 400 invalid_state; a carrier refusal is 502 and the
+// pickup stays confirmed. A pickup the carrier reports as already cancelled
+// is recorded as cancelled.
 func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id", "pickup")
 	if err != nil {
@@ -408,74 +413,74 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
-	var reason *string
+	var reason string
 	if req.Reason != nil && strings.TrimSpace(*req.Reason) != "" {
-		rs := strings.TrimSpace(*req.Reason)
+		reason = strings.TrimSpace(*req.Reason)
 		var v validator
-		v.maxLen("reason", rs, pickupMaxReason)
+		v.maxLen("reason", reason, pickupMaxReason)
 		if err := v.err(); err != nil {
 			return err
 		}
-		reason = &rs
 	}
 	ctx := r.Context()
 	orgID := mustPrincipal(r).OrganizationID
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pickupCarrierTimeout+10*time.Second)
-	defer cancel()
-	var msgs []string
-	err = s.store.InTx(wctx, func(tx pgx.Tx) error {
-		p, err := store.LockPickup(wctx, tx, orgID, id)
-		if err != nil {
-			return notFoundAs(err, "pickup")
-		}
-		if st := p.StatusOn(time.Now()); st != store.PickupConfirmed {
-			return errBadRequest("invalid_state", "only a confirmed pickup can be cancelled; this one is "+st)
-		}
-		if p.CarrierAccountID == nil {
-			return errBadRequest("carrier_account_not_active", "the pickup's carrier account was deleted; it cannot be cancelled with the carrier")
-		}
-		acct, err := store.CarrierAccountByID(wctx, tx, orgID, *p.CarrierAccountID)
-		if errors.Is(err, store.ErrNotFound) {
-			return errBadRequest("carrier_account_not_active", "the pickup's carrier account was deleted; it cannot be cancelled with the carrier")
-		}
-		if err != nil {
-			return err
-		}
-		carrier, adapterAcct, err := s.shipmentAdapter(acct)
-		if err != nil {
-			return err
-		}
-		var booked pickupCarrierResponse
-		_ = json.Unmarshal(p.CarrierResponse, &booked)
-		creq := carriers.CancelPickupRequest{
-			ConfirmationNumber: deref(p.ConfirmationNumber), PickupDate: p.PickupDate.Format("2006-01-02"),
-			Location: booked.Location, Reason: deref(reason),
-		}
-		cctx, ccancel := context.WithTimeout(wctx, pickupCarrierTimeout)
-		res, err := carrier.CancelPickup(cctx, adapterAcct, creq)
-		ccancel()
-		var answer json.RawMessage
-		switch {
-		case err == nil:
-			msgs = res.Messages
-			answer = orderJSONOf(map[string]any{"messages": res.Messages, "raw": shipmentRaw(res.Raw, "null")})
-		case pickupAlreadyCancelled(err):
-			msgs = []string{"the carrier reports the pickup as already cancelled"}
-			answer = orderJSONOf(map[string]any{"messages": msgs, "raw": nil})
-		default:
-			return s.shipmentCarrierError(r, acct.Carrier+" refused to cancel the pickup", err)
-		}
-		_, err = store.MarkPickupCancelled(wctx, tx, orgID, id, reason, answer)
-		return err
-	})
+	p, err := store.PickupByID(ctx, s.store.Pool, orgID, id)
+	if err == nil && !p.Visible() {
+		err = store.ErrNotFound
+	}
 	if err != nil {
+		return notFoundAs(err, "pickup")
+	}
+	if st := p.StatusOn(time.Now()); st != store.PickupConfirmed {
+		return errBadRequest("invalid_state", "only a confirmed pickup can be cancelled; this one is "+st)
+	}
+	if p.CarrierAccountID == nil {
+		return errBadRequest("carrier_account_not_active", "the pickup's carrier account was deleted; it cannot be cancelled with the carrier")
+	}
+	if s.temporal == nil {
+		return errTemporalUnavailable()
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pickupWorkTimeout)
+	defer cancel()
+	in := activities.CancelPickupInput{OrganizationID: orgID.String(), PickupID: id.String(), Reason: reason}
+	opts := worker.StartOptions(workflows.PickupCancelWorkflowID(in.PickupID), s.taskQueue, in.OrganizationID, map[string]any{"pickupId": in.PickupID})
+	var res activities.CancelPickupResult
+	run, err := s.startStableWorkflow(r, opts, time.Now(), workflows.PickupCancel, in)
+	if err == nil {
+		err = run.Get(wctx, &res)
+	}
+	if err != nil {
+		return s.cancelPickupError(r, p.Carrier, err)
+	}
+	if res.Messages == nil {
+		res.Messages = []string{}
+	}
+	writeJSON(w, http.StatusOK, pickupCancelledJSON{Success: true, Messages: res.Messages})
+	return nil
+}
+
+// cancelPickupError maps a failed PickupCancel run to the API's errors.
+func (s *Server) cancelPickupError(r *http.Request, carrier string, err error) error {
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) {
+		if isStartUnknown(err) || isTemporalUnavailable(r.Context(), err) {
+			s.log.WarnContext(r.Context(), "pickup cancel workflow unreachable", append(logAttrs(r), "error", err.Error())...)
+			return errTemporalUnavailable()
+		}
 		return err
 	}
-	if msgs == nil {
-		msgs = []string{}
+	switch appErr.Type() {
+	case activities.ErrTypePickupNotCancellable:
+		return errBadRequest("invalid_state", appErr.Message())
+	case activities.ErrTypePurchaseGone:
+		return errNotFound("pickup")
 	}
-	writeJSON(w, http.StatusOK, pickupCancelledJSON{Success: true, Messages: msgs})
-	return nil
+	var f activities.CarrierFailure
+	if appErr.HasDetails() && appErr.Details(&f) == nil && f.APICode != "" {
+		return errBadRequest(f.APICode, f.Message)
+	}
+	s.log.WarnContext(r.Context(), "pickup cancellation failed", append(logAttrs(r), "error", err.Error())...)
+	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: carrier + " refused to cancel the pickup: " + appErr.Message()}
 }
 
 // pickupRefusalField names the request field a carrier's refusal of a
@@ -490,12 +495,4 @@ func pickupRefusalField(code, _ string) string {
 		return "pickupAddress"
 	}
 	return ""
-}
-
-// pickupAlreadyCancelled: carrier_a answers a repeated cancellation with
-// PICKUP.ALREADY.CANCELLED (e.g. an earlier cancellation whose answer was
-// lost); the pickup is cancelled either way.
-func pickupAlreadyCancelled(err error) bool {
-	ce, ok := carriers.AsError(err)
-	return ok && ce.Code == "PICKUP.ALREADY.CANCELLED"
 }

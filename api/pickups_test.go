@@ -327,11 +327,11 @@ func TestPickupBookedButNotRecorded(t *testing.T) {
 	hook := func(w http.ResponseWriter, r *http.Request) bool {
 		switch {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/pickup/v1/pickups"):
-			// Book it, then lose the account before the API records it.
+			// Book it, then lose the pending pickup before it is recorded.
 			rec := httptest.NewRecorder()
 			sb.inner.ServeHTTP(rec, r)
 			booked.Store(rec.Body.String())
-			_, err := e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM carrier_accounts WHERE id = $1`, acct)
+			_, err := e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM pickups WHERE carrier_account_id = $1`, acct)
 			require.NoError(t, err)
 			for k, v := range rec.Header() {
 				w.Header()[k] = v

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/carriers"
@@ -25,16 +28,21 @@ import (
 
 // mountShipments registers the shipment, label and shipment action endpoints.
 //
-// Creating a shipment buys its label inside the request (the carrier is
-// called in real time, like pickups): the shipment row is inserted as
-// pending first, the label is bought with the shipment id as the carrier
-// reference (so the retries of a transient failure cannot buy twice), and
-// the row moves to label_created with the label stored, with its addresses'
-// coarse coordinates (the tracking map). A failed purchase deletes the
-// pending row: a request the carrier refuses as invalid (an unknown
-// service, …) is 400 validation_error naming the field (service, else
-// body); credentials refused, carrier errors (5xx) and network failures are
-// 502 carrier_error.
+// Creating a shipment buys its label synchronously through the
+// ShipmentLabel workflow (CONTRACT 8b): the shipment row is inserted as
+// pending first (with its addresses' coarse coordinates, for the tracking
+// map), then the workflow shipment-label/<shipmentId> is started with
+// update-with-start and the request waits for its outcome. The workflow
+// buys the label with the shipment id as the carrier reference and moves
+// the row to label_created with the label stored. A request the carrier
+// refuses as invalid (an unknown service, …) is 400 validation_error naming
+// the field (service, else body) and the pending row is deleted;
+// credentials refused, carrier errors and network failures are 502
+// carrier_error. A purchase whose outcome is unknown (the carrier's answer
+// was lost) is 502 too, and the shipment stays, as exception, with the
+// reason in metadata.label_purchase_error. A request with an Idempotency-Key always names the same shipment
+// (see purchaseID), so a client's retry joins the same purchase and never
+// buys twice.
 //
 // Extensions: GET /shipments/{id}/label serves the label document (label_url),
 // GET /shipments/{id}/actions and /actions/{actionId} read action records.
@@ -64,18 +72,11 @@ const (
 	// shipmentMaxShipAhead is how many days after today a ship_date may be
 	// (the window of /rates).
 	shipmentMaxShipAhead = 365
-	// shipmentLabelAttempts bounds the label purchase: transient carrier
-	// failures are retried with the same reference.
-	shipmentLabelAttempts = 3
-	// shipmentCarrierTimeout bounds one carrier call; shipmentWorkTimeout
-	// the whole purchase (every attempt plus the writes).
+	// shipmentCarrierTimeout bounds one carrier call (a void);
+	// shipmentWorkTimeout the wait for a purchase workflow's outcome.
 	shipmentCarrierTimeout = 30 * time.Second
 	shipmentWorkTimeout    = 100 * time.Second
 )
-
-// shipmentLabelBackoff is the pause before the n-th retry of a label
-// purchase (a variable so tests can shorten it).
-var shipmentLabelBackoff = func(n int) time.Duration { return time.Duration(n) * 300 * time.Millisecond }
 
 // --- JSON shapes (snake_case) ---
 
@@ -771,48 +772,148 @@ func (s *Server) shipmentCarrierError(r *http.Request, what string, err error) e
 	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + activities.CarrierErrorMessage(err)}
 }
 
-// carrierRefusedRequest reports whether the carrier refused the request
-// itself as invalid (ErrInvalidRequest, or another 4xx that is neither a
-// credentials refusal, a not-found, a timeout nor a rate limit): the
-// client's to fix, not the carrier's failure.
-func carrierRefusedRequest(err error) bool {
-	if errors.Is(err, carriers.ErrUnauthorized) || errors.Is(err, carriers.ErrNotSupported) || errors.Is(err, carriers.ErrNotConfigured) {
-		return false
+// purchaseFailure is the answer to a purchase (label, pickup) that did
+// not end recorded: a carrier refusal of the request as invalid is 400
+// validation_error naming field(code, message) ("body" when it names none);
+// a refusal before any carrier call is 400 with its code; other carrier
+// failures and unknown outcomes are 502 carrier_error with what the client
+// may read (what: "carrier_a could not create the label"); a record gone
+// meanwhile is 409.
+func (s *Server) purchaseFailure(r *http.Request, what string, res workflows.PurchaseResult, field func(code, msg string) string) error {
+	f := res.Failure
+	s.log.WarnContext(r.Context(), "purchase failed", append(logAttrs(r), "what", what, "id", res.ID, "outcome", res.Outcome, "message", res.Message)...)
+	switch {
+	case res.Outcome == workflows.PurchaseUnknown:
+		return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + res.Message}
+	case f == nil:
+		return errConflict(res.Message)
+	case f.APICode != "":
+		return errBadRequest(f.APICode, f.Message)
+	case f.NotSupported:
+		return errBadRequest("not_supported", f.Message)
+	case f.Invalid && res.Outcome == workflows.PurchaseRefused:
+		msg := f.CarrierMessage
+		if msg == "" {
+			msg = f.Message
+		}
+		name := "body"
+		if n := field(f.Code, msg); n != "" {
+			name = n
+		}
+		return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + msg})
 	}
-	if errors.Is(err, carriers.ErrInvalidRequest) {
-		return true
-	}
-	ce, ok := carriers.AsError(err)
-	if !ok || ce.Retryable || ce.StatusCode < 400 || ce.StatusCode >= 500 {
-		return false
-	}
-	switch ce.StatusCode {
-	case http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusRequestTimeout, http.StatusTooManyRequests:
-		return false
-	}
-	return true
+	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + res.Message}
 }
 
-// carrierValidationError is the 400 validation_error of a request the
-// carrier refused as invalid, naming field (the body field the refusal is
-// about: field(code) of the carrier's error code, "body" when it names
-// none), with the carrier's message; ok is false for any other failure.
-func carrierValidationError(err error, field func(code, msg string) string) (*Error, bool) {
-	if !carrierRefusedRequest(err) {
-		return nil, false
+// purchaseNamespace is the UUIDv5 namespace of purchaseID.
+var purchaseNamespace = uuid.MustParse("6f3c8a52-0d4e-4f0b-9a51-2c7e1b9d4a10")
+
+// purchaseID is the id of a shipment or pickup about to be bought (kind
+// "shipment", "pickup"): with an Idempotency-Key it is derived from the
+// organization and the key (UUIDv5), so a client's retry of the request
+// names the same record and the same workflow and cannot buy twice, even
+// after the key's stored answer was released or lost; without one it is
+// random (the workflow id then guards the purchase).
+func purchaseID(r *http.Request, orgID uuid.UUID, kind string) uuid.UUID {
+	if key := r.Header.Get("Idempotency-Key"); key != "" {
+		return uuid.NewSHA1(purchaseNamespace, []byte(orgID.String()+"\x00"+kind+"\x00"+key))
 	}
-	code, msg := "", activities.CarrierErrorMessage(err)
-	if ce, ok := carriers.AsError(err); ok {
-		code = ce.Code
-		if ce.Message != "" {
-			msg = ce.Message
+	return uuid.New()
+}
+
+// runPurchase starts a purchase workflow (ShipmentLabel, PickupBooking)
+// with update-with-start, or joins the run already going under the same
+// id, and waits for its PurchaseUpdateResult. A closed run (a client's
+// retry after the outcome) answers with its recorded outcome instead of
+// buying again (the id is never reused). A request whose answer is lost
+// (startMayHaveRun: a deadline, an outage) is sent again, which the stable
+// id makes safe, up to startAttempts times; if the outcome stays unknown
+// the error is a *startUnknownError and the caller leaves the pending row
+// to the run or to the reconciler.
+func (s *Server) runPurchase(ctx context.Context, r *http.Request, opts client.StartWorkflowOptions, wf, in any) (workflows.PurchaseResult, error) {
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	var res workflows.PurchaseResult
+	var err error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		var h client.WorkflowUpdateHandle
+		h, err = s.temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: s.temporal.NewWithStartWorkflowOperation(opts, wf, in),
+			UpdateOptions: client.UpdateWorkflowOptions{
+				WorkflowID: opts.ID, UpdateName: workflows.PurchaseUpdateResult, WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, &res)
+		}
+		if err == nil {
+			return res, nil
+		}
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &started) || errors.As(err, &notFound) {
+			// The run is closed: its outcome is the answer.
+			return s.closedPurchase(ctx, opts.ID)
+		}
+		if !startMayHaveRun(err) || ctx.Err() != nil {
+			break
+		}
+		s.log.WarnContext(ctx, "purchase start or update outcome unknown; sending it again", append(logAttrs(r), "workflow_id", opts.ID, "attempt", attempt, "error", err.Error())...)
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+	if startMayHaveRun(err) {
+		return res, &startUnknownError{err: err}
+	}
+	return res, err
+}
+
+// purchaseRequest is a purchase the API waits for.
+type purchaseRequest struct {
+	opts            client.StartWorkflowOptions
+	workflow, input any
+	// created: this request inserted the pending row; removePending
+	// deletes it while still pending.
+	created       bool
+	removePending func(context.Context) (bool, error)
+	// what and field word the failure (see purchaseFailure).
+	what  string
+	field func(code, msg string) string
+}
+
+// awaitPurchase runs the purchase (runPurchase) and maps what did not end
+// bought and recorded to the API's errors. An ambiguous Temporal error is
+// 503 and leaves the pending row (the run may exist; else the reconciler
+// removes it); any other failure removes the pending row this request
+// inserted (a refused start runs nothing; a retry answered by a closed run
+// re-inserted it).
+func (s *Server) awaitPurchase(ctx context.Context, r *http.Request, p purchaseRequest) (workflows.PurchaseResult, error) {
+	res, err := s.runPurchase(ctx, r, p.opts, p.workflow, p.input)
+	if isStartUnknown(err) || err != nil && isTemporalUnavailable(r.Context(), err) {
+		s.log.WarnContext(ctx, "purchase workflow unreachable", append(logAttrs(r), "workflow_id", p.opts.ID, "error", err.Error())...)
+		return res, errTemporalUnavailable()
+	}
+	if (err != nil || res.Outcome != workflows.PurchaseDone) && p.created {
+		if _, derr := p.removePending(ctx); derr != nil {
+			s.log.ErrorContext(ctx, "remove pending row", append(logAttrs(r), "workflow_id", p.opts.ID, "error", derr.Error())...)
 		}
 	}
-	name := "body"
-	if f := field(code, msg); f != "" {
-		name = f
+	if err != nil {
+		return res, err
 	}
-	return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + msg}), true
+	if res.Outcome != workflows.PurchaseDone {
+		return res, s.purchaseFailure(r, p.what, res, p.field)
+	}
+	return res, nil
+}
+
+// closedPurchase is the outcome of a closed purchase run.
+func (s *Server) closedPurchase(ctx context.Context, wfID string) (workflows.PurchaseResult, error) {
+	var res workflows.PurchaseResult
+	err := s.temporal.GetWorkflow(ctx, wfID, "").Get(ctx, &res)
+	var appErr *temporal.ApplicationError
+	if err != nil && errors.As(err, &appErr) && appErr.Type() == workflows.ErrTypePurchaseFailed && appErr.Details(&res) == nil {
+		return res, nil
+	}
+	return res, err
 }
 
 // shipmentServiceRefusal names the service field for the carriers' refusals
@@ -898,9 +999,8 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 	} else if shipFrom, err = s.defaultShipFrom(ctx, orgID, order.BridgeID); err != nil {
 		return err
 	}
-	carrier, adapterAcct, err := s.shipmentAdapter(acct)
-	if err != nil {
-		return err
+	if s.temporal == nil {
+		return errTemporalUnavailable()
 	}
 
 	pkgs := make([]carriers.Package, 0, len(in.parcels))
@@ -909,7 +1009,7 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 	}
 	shipDate := in.shipDate
 	sh := store.Shipment{
-		ID: uuid.New(), OrganizationID: orgID, OrderID: &order.ID, CarrierAccountID: &acct.ID,
+		ID: purchaseID(r, orgID, "shipment"), OrganizationID: orgID, OrderID: &order.ID, CarrierAccountID: &acct.ID,
 		Carrier: acct.Carrier, Service: in.service, ShipDate: &shipDate,
 		ShipFrom: orderJSONOf(shipFrom), ShipTo: orderJSONOf(shipTo), Parcels: orderJSONOf(in.parcels), Metadata: in.metadata,
 	}
@@ -918,116 +1018,46 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 	sh.ShipFromLat, sh.ShipFromLng = shipFrom.coordinates()
 	sh.ShipToLat, sh.ShipToLng = shipTo.coordinates()
 	// From here on the purchase runs to its end even when the client hangs
-	// up: a bought label must be recorded (or voided).
+	// up (the workflow records or voids the label in any case).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shipmentWorkTimeout)
 	defer cancel()
-	if _, err := store.InsertPendingShipment(wctx, s.store.Pool, sh); err != nil {
+	cur, created, err := store.InsertPendingShipment(wctx, s.store.Pool, sh)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errValidation(FieldError{Field: "order_id", Message: "must be an order of this organization"})
 		}
 		return err
 	}
-	label, err := s.buyShipmentLabel(wctx, carrier, adapterAcct, carriers.LabelRequest{
-		ShipFrom: shipFrom.carrier(), ShipTo: shipTo.carrier(), Packages: pkgs, ServiceType: in.service,
-		ShipDate: shipDate, Format: in.format, Reference: sh.ID.String(),
+	if cur.HasLabel() {
+		// A client's retry of a purchase that is done.
+		writeData(w, http.StatusCreated, s.toShipmentJSON(cur))
+		return nil
+	}
+	wfIn := workflows.ShipmentLabelInput{
+		OrganizationID: orgID.String(), ShipmentID: sh.ID.String(), CarrierAccountID: acct.ID.String(),
+		Request: carriers.LabelRequest{
+			ShipFrom: shipFrom.carrier(), ShipTo: shipTo.carrier(), Packages: pkgs, ServiceType: in.service,
+			ShipDate: shipDate, Format: in.format, Reference: sh.ID.String(),
+		},
+	}
+	opts := worker.StartOptions(workflows.ShipmentLabelWorkflowID(wfIn.ShipmentID), s.taskQueue, wfIn.OrganizationID, map[string]any{"shipmentId": wfIn.ShipmentID})
+	res, err := s.awaitPurchase(wctx, r, purchaseRequest{
+		opts: opts, workflow: workflows.ShipmentLabel, input: wfIn, created: created,
+		removePending: func(ctx context.Context) (bool, error) {
+			return store.DeletePendingShipment(ctx, s.store.Pool, orgID, sh.ID)
+		},
+		what: acct.Carrier + " could not create the label", field: shipmentServiceRefusal,
 	})
 	if err != nil {
-		if delErr := store.DeleteShipment(wctx, s.store.Pool, orgID, sh.ID); delErr != nil && !errors.Is(delErr, store.ErrNotFound) {
-			s.log.ErrorContext(ctx, "delete pending shipment", append(logAttrs(r), "shipment_id", sh.ID, "error", delErr)...)
-		}
-		if verr, ok := carrierValidationError(err, shipmentServiceRefusal); ok {
-			return verr
-		}
-		return s.shipmentCarrierError(r, acct.Carrier+" could not create the label", err)
-	}
-	created, err := store.CompleteShipmentLabel(wctx, s.store.Pool, orgID, sh.ID, shipmentLabelDoc(label))
-	if err != nil {
-		// The label is bought but not recorded: void it so it is not billed
-		// (on a context of its own: the purchase may have spent wctx).
-		vctx, vcancel := context.WithTimeout(context.WithoutCancel(ctx), shipmentCarrierTimeout)
-		defer vcancel()
-		if vErr := carrier.VoidLabel(vctx, adapterAcct, label.TrackingNumber); vErr != nil {
-			s.log.ErrorContext(ctx, "void unrecorded label", append(logAttrs(r), "shipment_id", sh.ID, "tracking_number", label.TrackingNumber, "error", vErr.Error())...)
-		}
-		if errors.Is(err, store.ErrNotFound) {
-			return errConflict("the shipment was deleted while its label was being bought; the label was voided")
-		}
 		return err
 	}
-	s.log.InfoContext(ctx, "label created", append(logAttrs(r), "shipment_id", sh.ID, "carrier", acct.Carrier, "tracking_number", label.TrackingNumber)...)
-	writeData(w, http.StatusCreated, s.toShipmentJSON(created))
+	done, err := store.ShipmentByID(wctx, s.store.Pool, orgID, sh.ID)
+	if err != nil {
+		return err
+	}
+	s.log.InfoContext(ctx, "label created", append(logAttrs(r), "shipment_id", sh.ID, "carrier", acct.Carrier, "tracking_number", res.Reference)...)
+	writeData(w, http.StatusCreated, s.toShipmentJSON(done))
 	return nil
-}
-
-// buyShipmentLabel calls CreateLabel, retrying transient failures (network,
-// 429, 5xx) with the same request and reference (the shipment id), so the
-// carrier recognises a retry and does not sell a second label.
-func (s *Server) buyShipmentLabel(ctx context.Context, c carriers.Carrier, acct carriers.Account, req carriers.LabelRequest) (*carriers.Label, error) {
-	var last error
-	for attempt := 0; attempt < shipmentLabelAttempts; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, last
-			case <-time.After(shipmentLabelBackoff(attempt)):
-			}
-		}
-		callCtx, cancel := context.WithTimeout(ctx, shipmentCarrierTimeout)
-		l, err := c.CreateLabel(callCtx, acct, req)
-		cancel()
-		if err == nil {
-			return l, nil
-		}
-		last = err
-		if !carriers.IsRetryable(err) {
-			break
-		}
-	}
-	return nil, last
-}
-
-// shipmentLabelDoc is what the store keeps of a bought label.
-func shipmentLabelDoc(l *carriers.Label) store.ShipmentLabelDoc {
-	cur := l.Currency
-	if cur == "" {
-		cur = "USD"
-	}
-	doc := store.ShipmentLabelDoc{
-		TrackingNumber: l.TrackingNumber, RateAmount: math.Round(l.TotalPrice*100) / 100, RateCurrency: cur,
-		Format: l.Format, ContentType: l.ContentType, Document: l.Document,
-	}
-	if doc.Format == "" {
-		doc.Format = carriers.FormatPDF
-	}
-	if doc.ContentType == "" {
-		doc.ContentType = "application/pdf"
-		if doc.Format == carriers.FormatZPL {
-			doc.ContentType = "application/x-zpl"
-		}
-	}
-	if !l.ShipDate.IsZero() {
-		d := l.ShipDate
-		doc.ShipDate = &d
-	}
-	if len(l.Pieces) > 1 {
-		for _, p := range l.Pieces {
-			doc.TrackingNumbers = append(doc.TrackingNumbers, p.TrackingNumber)
-			doc.Pieces = append(doc.Pieces, p.Document)
-		}
-		if doc.Format == carriers.FormatZPL {
-			// ZPL labels print one after the other from one stream.
-			doc.Document = bytes.Join(doc.Pieces, []byte("\n"))
-		}
-	}
-	if len(doc.Document) == 0 && len(l.Pieces) > 0 {
-		doc.Document = l.Pieces[0].Document
-	}
-	doc.CarrierResponse = orderJSONOf(map[string]any{
-		"serviceType": l.ServiceType, "serviceName": l.ServiceName, "zone": l.Zone,
-		"estimatedDelivery": l.EstimatedDelivery, "breakdown": l.Breakdown, "trackingNumbers": doc.TrackingNumbers,
-		"raw": json.RawMessage(shipmentRaw(l.Raw, "null")),
-	})
-	return doc
 }
 
 // --- update ---
@@ -1283,29 +1313,40 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 		return errTemporalUnavailable()
 	}
 
-	actionID := uuid.New()
+	// A delivery change may carry a fee: with an Idempotency-Key, a
+	// client's retry names the same record and workflow.
+	actionID := purchaseID(r, p.OrganizationID, "shipment-action")
 	wfID := workflows.ShipmentActionWorkflowID(actionID.String())
 	actor := activities.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name}
-	if _, err := store.InsertShipmentAction(ctx, s.store.Pool, store.ShipmentAction{
+	act, err := store.InsertShipmentAction(ctx, s.store.Pool, store.ShipmentAction{
 		ID: actionID, OrganizationID: p.OrganizationID, ShipmentID: sh.ID, ActionType: typ,
 		Config: orderJSONOf(cfg), ShipmentStatus: sh.Status, WorkflowID: &wfID, RequestedBy: orderJSONOf(actor),
-	}); err != nil {
+	})
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return errNotFound("shipment")
 		}
 		return err
 	}
+	if act.Status != store.ShipmentActionPending {
+		// A retry of an action already sent.
+		writeJSON(w, shipmentActionStatus, shipmentActionCreatedJSON{ActionID: actionID, Status: act.Status})
+		return nil
+	}
 	in := workflows.ShipmentActionInput{OrganizationID: p.OrganizationID.String(), ShipmentID: sh.ID.String(), ActionID: actionID.String()}
 	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"shipmentId": in.ShipmentID, "actionId": in.ActionID})
-	sctx, cancel := context.WithTimeout(ctx, startWorkflowTimeout)
-	defer cancel()
-	if _, err := s.temporal.ExecuteWorkflow(sctx, opts, workflows.ShipmentAction, in); err != nil {
-		// Nothing will send it: the record goes.
+	if _, err := s.startStableWorkflow(r, opts, act.CreatedAt, workflows.ShipmentAction, in); err != nil {
+		if isStartUnknown(err) {
+			// The run may exist: the pending record stays, for it or for
+			// the reconciler (Maintenance), which fails it if no run does.
+			s.log.WarnContext(ctx, "start workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
+			return errTemporalUnavailable()
+		}
+		// Refused, or no run after all: nothing will send it, the record goes.
 		if delErr := store.DeleteShipmentAction(context.WithoutCancel(ctx), s.store.Pool, p.OrganizationID, actionID); delErr != nil {
 			s.log.ErrorContext(ctx, "delete unsent shipment action", append(logAttrs(r), "action_id", actionID, "error", delErr)...)
 		}
 		if isTemporalUnavailable(ctx, err) {
-			s.log.WarnContext(ctx, "start workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
 			return errTemporalUnavailable()
 		}
 		return err

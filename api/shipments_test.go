@@ -21,6 +21,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/server/temporaltest"
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/carriers/carrierstest"
@@ -61,8 +62,25 @@ func shpEnv(t *testing.T, opts ...func(*Deps)) (*testEnv, *shpSandbox) {
 	// carrier_a offers delivery changes through the test double: no real
 	// carrier has an API for them (TestShipmentActionUnsupportedCarrier).
 	reg := carrierstest.WithDeliveryChanges(carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.srv.URL}), carriers.CarrierA)
-	all := append([]func(*Deps){func(d *Deps) { d.Carriers = reg }}, opts...)
+	all := append([]func(*Deps){func(d *Deps) { d.Carriers = reg }, shpTemporal(t)}, opts...)
 	return newEnv(t, all...), sb
+}
+
+// shpTemporal runs an in-process Temporal server and a worker with the
+// environment's store and carriers (purchases run as workflows), and gives
+// the API its client.
+func shpTemporal(t *testing.T) func(*Deps) {
+	return func(d *Deps) {
+		ts := temporaltest.NewServer(temporaltest.WithT(t))
+		c := ts.GetDefaultClient()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
+		w := worker.New(c, d.TaskQueue, worker.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: d.Logger})
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+		d.Temporal = c
+	}
 }
 
 // shpAccount inserts a carrier account with sealed credentials.
@@ -348,9 +366,6 @@ func TestShipmentCreateRefusals(t *testing.T) {
 }
 
 func TestShipmentCreateCarrierError(t *testing.T) {
-	old := shipmentLabelBackoff
-	shipmentLabelBackoff = func(int) time.Duration { return time.Millisecond }
-	t.Cleanup(func() { shipmentLabelBackoff = old })
 	e, sb := shpEnv(t)
 	owner := e.signup()
 	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
@@ -385,31 +400,35 @@ func TestShipmentCreateCarrierError(t *testing.T) {
 	require.Equal(t, "service", res.Body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["field"], "%s", res.Raw)
 	require.Zero(t, shpCount(t, e, owner.org))
 
-	// The carrier unavailable for the account (503 every time): retried,
-	// then 502.
+	// The carrier answers 503: the outcome is unknown (it may have sold the
+	// label), so the call is not repeated; 502, and the shipment stays as
+	// exception with the reason.
 	creds = shpCarrierA()
 	creds["accountNumber"] = "sandbox-fail"
 	down := shpAccount(t, e, owner.org, "carrier_a", "active", creds)
 	before := sb.ships.Load()
-	requireError(t, e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, down)), 502, "carrier_error")
-	require.EqualValues(t, shipmentLabelAttempts, sb.ships.Load()-before)
-	require.Zero(t, shpCount(t, e, owner.org))
+	res = e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, down))
+	requireError(t, res, 502, "carrier_error")
+	require.Contains(t, res.Body["error"].(map[string]any)["message"], "may or may not have been bought")
+	require.EqualValues(t, 1, sb.ships.Load()-before, "an unknown outcome is never repeated")
+	list := e.do(owner.caller, "GET", "/api/v1/shipments", nil).list()
+	require.Len(t, list, 1)
+	require.Equal(t, "exception", list[0]["status"])
+	got := e.do(owner.caller, "GET", "/api/v1/shipments/"+list[0]["id"].(string), nil).data()
+	require.Nil(t, got["tracking_number"])
+	require.Contains(t, got["metadata"].(map[string]any)["label_purchase_error"], "may or may not have been bought", "the reason is readable")
 }
 
 func TestShipmentLabelPurchaseIdempotentOnRetry(t *testing.T) {
-	old := shipmentLabelBackoff
-	shipmentLabelBackoff = func(int) time.Duration { return time.Millisecond }
-	t.Cleanup(func() { shipmentLabelBackoff = old })
 	e, sb := shpEnv(t)
 	owner := e.signup()
 	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
 	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
 
-	// The carrier sells the label but the answer is lost (502 from a
-	// proxy) once: the retry carries the same reference (the shipment id)
-	// and request, and gets the same label back.
+	// The carrier sells the label but its answer is lost (502 from a
+	// proxy): the outcome is unknown, so the call is not repeated; the
+	// client gets 502 and the shipment stays, as exception, with the reason.
 	var bodies [][]byte
-	var failed atomic.Bool
 	hook := func(w http.ResponseWriter, r *http.Request) bool {
 		if !strings.HasSuffix(r.URL.Path, "/ship/v1/shipments") {
 			return false
@@ -417,56 +436,69 @@ func TestShipmentLabelPurchaseIdempotentOnRetry(t *testing.T) {
 		raw := new(bytes.Buffer)
 		_, _ = raw.ReadFrom(r.Body)
 		bodies = append(bodies, raw.Bytes())
-		r.Body = http.NoBody
-		if failed.CompareAndSwap(false, true) {
-			// Let the carrier sell it, then lose the answer.
-			rec := httptest.NewRecorder()
-			r2 := r.Clone(r.Context())
-			r2.Body = io.NopCloser(bytes.NewReader(raw.Bytes()))
-			sb.inner.ServeHTTP(rec, r2)
-			w.WriteHeader(http.StatusBadGateway)
-			return true
-		}
-		r.Body = io.NopCloser(bytes.NewReader(raw.Bytes()))
-		return false
+		rec := httptest.NewRecorder()
+		r2 := r.Clone(r.Context())
+		r2.Body = io.NopCloser(bytes.NewReader(raw.Bytes()))
+		sb.inner.ServeHTTP(rec, r2)
+		w.WriteHeader(http.StatusBadGateway)
+		return true
 	}
 	sb.hook.Store(&hook)
+	first := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "lost-1")
+	requireError(t, first, 502, "carrier_error")
+	require.Contains(t, first.Body["error"].(map[string]any)["message"], "may or may not have been bought")
+	require.EqualValues(t, 1, sb.ships.Load(), "bought once, not repeated")
+	require.Len(t, bodies, 1)
+	list := e.do(owner.caller, "GET", "/api/v1/shipments", nil).list()
+	require.Len(t, list, 1)
+	require.Equal(t, "exception", list[0]["status"])
+	require.Contains(t, string(bodies[0]), list[0]["id"].(string), "the shipment id is the carrier reference")
 
-	d := shpCreate(t, e, owner.caller, shpBody(orderID, acct))
-	require.EqualValues(t, 2, sb.ships.Load(), "one retry")
-	require.Len(t, bodies, 2)
-	require.Equal(t, bodies[0], bodies[1], "the retry is the same request")
-	require.Contains(t, string(bodies[0]), d["id"].(string), "the shipment id is the carrier reference")
+	// The client retries with the same Idempotency-Key (its stored answer
+	// was released on the 502): the same shipment and purchase, the same
+	// answer, and no second label.
+	sb.hook.Store(nil)
+	again := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "lost-1")
+	requireError(t, again, 502, "carrier_error")
+	require.Equal(t, first.Body["error"].(map[string]any)["message"], again.Body["error"].(map[string]any)["message"])
+	require.EqualValues(t, 1, sb.ships.Load(), "a retry never buys twice")
 	require.Equal(t, 1, shpCount(t, e, owner.org))
 
-	// The same request and reference give the same label at the carrier: the
-	// retry did not buy a second one.
-	reg := carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: sb.srv.URL})
-	sb.hook.Store(nil)
-	c, _ := reg.Get("carrier_a")
-	var sh struct {
-		ShipDate string `json:"ship_date"`
-	}
-	raw, _ := json.Marshal(d)
-	_ = json.Unmarshal(raw, &sh)
-	sd, _ := time.Parse("2006-01-02", sh.ShipDate)
-	l, err := c.CreateLabel(context.Background(), carriers.Account{Carrier: "carrier_a", Credentials: shpCarrierA()}, carriers.LabelRequest{
-		ShipFrom:    carriers.Address{Name: "Ava Adams", Company: "Adams Goods", Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
-		ShipTo:      carriers.Address{Name: "Chloe Chen", Phone: "206-555-0199", Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
-		Packages:    []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}, Length: 12, Width: 10, Height: 8, DimensionUnit: "in"}},
-		ServiceType: "FEDEX_GROUND", ShipDate: sd, Format: "PDF", Reference: d["id"].(string),
-	})
-	require.NoError(t, err)
-	require.Equal(t, d["tracking_number"], l.TrackingNumber)
-
-	// A client retry with the same Idempotency-Key gets the first answer.
-	sb.hook.Store(nil)
-	first := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "ship-1")
-	require.Equal(t, 201, first.Code, "%s", first.Raw)
-	again := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "ship-1")
-	require.Equal(t, 201, again.Code)
-	require.Equal(t, first.data()["id"], again.data()["id"])
+	// A successful purchase retried with its key gets the same shipment.
+	ok := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "ship-1")
+	require.Equal(t, 201, ok.Code, "%s", ok.Raw)
+	ok2 := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "ship-1")
+	require.Equal(t, 201, ok2.Code)
+	require.Equal(t, ok.data()["id"], ok2.data()["id"])
+	require.Equal(t, ok.data()["tracking_number"], ok2.data()["tracking_number"])
+	require.EqualValues(t, 2, sb.ships.Load())
 	require.Equal(t, 2, shpCount(t, e, owner.org))
+	// Even when the stored answer is gone, the key names the same shipment.
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM idempotency_keys`)
+	require.NoError(t, err)
+	ok3 := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct), "Idempotency-Key", "ship-1")
+	require.Equal(t, 201, ok3.Code, "%s", ok3.Raw)
+	require.Equal(t, ok.data()["id"], ok3.data()["id"])
+	require.EqualValues(t, 2, sb.ships.Load())
+}
+
+// TestShipmentCreateTemporalAmbiguous: a start whose answer is lost is sent
+// again; if the outcome stays unknown the answer is 503 and the pending row
+// stays for the run that may exist (or the reconciler).
+func TestShipmentCreateTemporalAmbiguous(t *testing.T) {
+	tc := mocks.NewClient(t)
+	e, sb := shpEnv(t, func(d *Deps) { d.Temporal = tc })
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	tc.On("NewWithStartWorkflowOperation", mock.Anything, mock.Anything, mock.Anything).Return(nil).Times(startAttempts)
+	tc.On("UpdateWithStartWorkflow", mock.Anything, mock.Anything).Return(nil, serviceerror.NewUnavailable("down")).Times(startAttempts)
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct))
+	requireError(t, res, 503, "temporal_unavailable")
+	list := e.do(owner.caller, "GET", "/api/v1/shipments", nil).list()
+	require.Len(t, list, 1)
+	require.Equal(t, "pending", list[0]["status"], "never deleted on an ambiguous error")
+	require.Zero(t, sb.ships.Load())
 }
 
 func TestShipmentListFilters(t *testing.T) {
@@ -610,9 +642,24 @@ func expectShipmentActionStart(t *testing.T, tc *mocks.Client, orgID, shipmentID
 	).Return(run, nil).Once()
 }
 
+// shpExecOnly is the real Temporal client (purchases run) whose
+// ExecuteWorkflow (action starts) is a mock.
+type shpExecOnly struct {
+	client.Client
+	exec *mocks.Client
+}
+
+func (c shpExecOnly) ExecuteWorkflow(ctx context.Context, o client.StartWorkflowOptions, wf any, args ...any) (client.WorkflowRun, error) {
+	return c.exec.ExecuteWorkflow(ctx, o, wf, args...)
+}
+
+func shpMockStarts(tc *mocks.Client) func(*Deps) {
+	return func(d *Deps) { d.Temporal = shpExecOnly{Client: d.Temporal, exec: tc} }
+}
+
 func TestShipmentActionStartsWorkflow(t *testing.T) {
 	tc := mocks.NewClient(t)
-	e, _ := shpEnv(t, func(d *Deps) { d.Temporal = tc })
+	e, _ := shpEnv(t, shpMockStarts(tc))
 	owner := e.signup()
 	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
 	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
@@ -664,13 +711,39 @@ func TestShipmentActionStartsWorkflow(t *testing.T) {
 	}
 	res = e.do(owner.caller, "GET", path, nil)
 	require.Len(t, res.list(), 6)
+
+	// A client's retry with the same Idempotency-Key names the same action
+	// (even once its stored answer is gone): the start is re-issued under
+	// the same workflow id while it is pending, and nothing is started once
+	// it has its outcome.
+	shpSetStatus(t, e, id, "in_transit")
+	hold := map[string]any{"actionType": "hold", "reason": "other"}
+	var first, second string
+	expectShipmentActionStart(t, tc, owner.org, id, &first)
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-1")
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	_, err := e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM idempotency_keys`)
+	require.NoError(t, err)
+	expectShipmentActionStart(t, tc, owner.org, id, &second)
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-1")
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	require.Equal(t, first, second)
+	require.Equal(t, first, res.Body["actionId"])
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE shipment_actions SET status = 'completed' WHERE id = $1`, first)
+	require.NoError(t, err)
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM idempotency_keys`)
+	require.NoError(t, err)
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-1")
+	require.Equal(t, map[string]any{"actionId": first, "status": "completed"}, res.Body)
+	list := e.do(owner.caller, "GET", path, nil).list()
+	require.Len(t, list, 7)
 	require.Equal(t, map[string]any{"address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "WA", "zip": "98101", "country": "US"}},
-		res.list()[4]["config"])
+		list[5]["config"])
 }
 
 func TestShipmentActionRefusals(t *testing.T) {
 	tc := mocks.NewClient(t)
-	e, _ := shpEnv(t, func(d *Deps) { d.Temporal = tc })
+	e, _ := shpEnv(t, shpMockStarts(tc))
 	owner := e.signup()
 	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
 	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
@@ -727,19 +800,30 @@ func TestShipmentActionRefusals(t *testing.T) {
 	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET status = 'active' WHERE id = $1`, acct)
 	require.NoError(t, err)
 
-	// Temporal unavailable: 503, and no record is left behind.
+	// Temporal refuses the start: 503-free error path, no record is left.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
-		Return(nil, serviceerror.NewUnavailable("connection refused")).Once()
+		Return(nil, serviceerror.NewInvalidArgument("search attribute OrganizationId is not defined")).Once()
+	require.Equal(t, 500, e.do(owner.caller, "POST", path, hold).Code)
+	require.Empty(t, e.do(owner.caller, "GET", path, nil).list())
+
+	// Temporal unavailable (the run may exist): the start is sent again,
+	// then the workflow described; no run: the record goes, 503.
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Return(nil, serviceerror.NewUnavailable("connection refused")).Times(startAttempts)
 	requireError(t, e.do(owner.caller, "POST", path, hold), 503, "temporal_unavailable")
 	require.Empty(t, e.do(owner.caller, "GET", path, nil).list())
 
-	bare, _ := shpEnv(t)
+	// No Temporal configured at all: 503 before anything is written.
+	bare, _ := shpEnv(t, func(d *Deps) { d.Temporal = nil })
 	owner2 := bare.signup()
 	acct2 := shpAccount(t, bare, owner2.org, "carrier_a", "active", shpCarrierA())
 	order2, _ := shpOrder(t, bare, owner2.org, shpSeattle())
-	sh2 := shpCreate(t, bare, owner2.caller, shpBody(order2, acct2))
-	shpSetStatus(t, bare, sh2["id"].(string), "in_transit")
-	requireError(t, bare.do(owner2.caller, "POST", "/api/v1/shipments/"+sh2["id"].(string)+"/actions", hold), 503, "temporal_unavailable")
+	requireError(t, bare.do(owner2.caller, "POST", "/api/v1/shipments", shpBody(order2, acct2)), 503, "temporal_unavailable")
+	sh2 := uuid.New()
+	_, err = bare.deps.Store.Pool.Exec(context.Background(), `INSERT INTO shipments (id, organization_id, order_id, carrier_account_id, carrier, service, status, tracking_number)
+		VALUES ($1, $2, $3, $4, 'carrier_a', 'FEDEX_GROUND', 'in_transit', '700000000001')`, sh2, owner2.org, order2, acct2)
+	require.NoError(t, err)
+	requireError(t, bare.do(owner2.caller, "POST", "/api/v1/shipments/"+sh2.String()+"/actions", hold), 503, "temporal_unavailable")
 }
 
 // The built-in adapters have no delivery changes (no carrier publishes an
@@ -749,7 +833,7 @@ func TestShipmentActionUnsupportedCarrier(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tc := mocks.NewClient(t) // no ExecuteWorkflow expected
 	e, _ := shpEnv(t, func(d *Deps) {
-		d.Temporal = tc
+		d.Temporal = shpExecOnly{Client: d.Temporal, exec: tc}
 		d.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: srv.URL})
 	})
 	owner := e.signup()
@@ -825,9 +909,6 @@ func TestShipmentCreateGeocodes(t *testing.T) {
 // TestShipmentCreateNetworkErrorHidden: a network failure is 502 with a
 // generic message: the carrier's (internal) address never reaches the client.
 func TestShipmentCreateNetworkErrorHidden(t *testing.T) {
-	old := shipmentLabelBackoff
-	shipmentLabelBackoff = func(int) time.Duration { return time.Millisecond }
-	t.Cleanup(func() { shipmentLabelBackoff = old })
 	e, sb := shpEnv(t)
 	owner := e.signup()
 	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
@@ -846,6 +927,43 @@ func TestShipmentCreateNetworkErrorHidden(t *testing.T) {
 	requireError(t, res, 502, "carrier_error")
 	require.NotContains(t, string(res.Raw), strings.TrimPrefix(sb.srv.URL, "http://"))
 	require.NotContains(t, string(res.Raw), "/ship/v1")
-	require.Equal(t, "carrier_a could not create the label: the carrier could not be reached", res.Body["error"].(map[string]any)["message"])
+	// The connection dropped after the request was sent: the outcome is
+	// unknown.
+	msg := res.Body["error"].(map[string]any)["message"].(string)
+	require.True(t, strings.HasPrefix(msg, "carrier_a could not create the label: the carrier did not answer; the label may or may not have been bought"), msg)
+	require.True(t, strings.HasSuffix(msg, "(the carrier could not be reached)"), msg)
+	require.Equal(t, 1, shpCount(t, e, owner.org))
+}
+
+// TestShipmentCreateLostAnswerLookedUp: carrier_b sells the label but its
+// answer is lost; carrier_b can look a label up by its reference (the
+// shipment id), so the label found is voided: the purchase fails cleanly
+// (502, nothing billed, the shipment removed) and one label was bought.
+func TestShipmentCreateLostAnswerLookedUp(t *testing.T) {
+	e, sb := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_b", "active", map[string]any{"clientId": "c", "clientSecret": "s", "accountNumber": "A1B2C3"})
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	var ships, voids atomic.Int32
+	hook := func(w http.ResponseWriter, r *http.Request) bool {
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/ship"):
+			ships.Add(1)
+			sb.inner.ServeHTTP(httptest.NewRecorder(), r) // sold
+			w.WriteHeader(http.StatusGatewayTimeout)      // the answer lost
+			return true
+		case r.Method == http.MethodDelete && strings.Contains(r.URL.Path, "/void/cancel/"):
+			voids.Add(1)
+		}
+		return false
+	}
+	sb.hook.Store(&hook)
+	body := shpBody(orderID, acct)
+	body["service"] = "03"
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", body)
+	requireError(t, res, 502, "carrier_error")
+	require.Contains(t, res.Body["error"].(map[string]any)["message"], "was voided: nothing is billed")
+	require.EqualValues(t, 1, ships.Load())
+	require.EqualValues(t, 1, voids.Load())
 	require.Zero(t, shpCount(t, e, owner.org))
 }

@@ -109,10 +109,13 @@ func (t *transport) do(ctx context.Context, c call) (*response, error) {
 	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }
 
+// networkError is a failed call's *Error; its cause keeps the network
+// error (with the context's error when the context ended), which NotSent
+// reads to tell a call that never left from one whose outcome is unknown.
 func (t *transport) networkError(ctx context.Context, err error) *Error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return &Error{Carrier: t.carrier, Code: ErrCodeNetwork, Message: "call cancelled: " + ctxErr.Error(),
-			Retryable: errors.Is(ctxErr, context.DeadlineExceeded), cause: ctxErr}
+			Retryable: errors.Is(ctxErr, context.DeadlineExceeded), cause: errors.Join(ctxErr, err)}
 	}
 	return &Error{Carrier: t.carrier, Code: ErrCodeNetwork, Message: "carrier unreachable: " + err.Error(), Retryable: true, cause: err}
 }

@@ -29,6 +29,7 @@ func (s *carrierSandbox) carrierBRoutes(r chi.Router) {
 		r.Post("/api/shipments/{version}/ship", s.ubShip)
 		r.Delete("/api/shipments/{version}/void/cancel/{id}", s.ubVoid)
 		r.Get("/api/track/v1/details/{number}", s.ubTrack)
+		r.Get("/api/track/v1/reference/details/{reference}", s.ubTrackReference)
 	})
 }
 
@@ -489,7 +490,7 @@ func (s *carrierSandbox) ubShip(w http.ResponseWriter, r *http.Request) {
 	negotiated := sh.ShipmentRatingOptions.NegotiatedRatesIndicator != nil
 	rec := &sbShipment{carrier: "carrier_b", number: numbers[0], service: p.svc.code, serviceName: p.svc.name,
 		from: sh.from().place(), to: sh.ShipTo.place(), weightLb: p.totalActual, shipDate: shipDate,
-		created: s.now().UTC().Truncate(time.Second), transit: p.transit, issued: true, price: p.net, pieces: numbers}
+		created: s.now().UTC().Truncate(time.Second), transit: p.transit, issued: true, price: p.net, pieces: numbers, reference: reference}
 	s.putLabel(rec)
 	rated := ubRatedShipment(p, pkgs, false, false, shipDate)["RatedPackage"].([]map[string]any)
 	results := make([]map[string]any, 0, len(pkgs))
@@ -582,18 +583,53 @@ func ubTrackAddress(p sbPlace) map[string]any {
 		"countryCode": p.country, "postalCode": p.zip, "country": p.country}
 }
 
-func (s *carrierSandbox) ubTrack(w http.ResponseWriter, r *http.Request) {
+// ubTrackReference finds an issued label by the shipper's reference
+// (ReferenceNumber of the ship request): its shipment with the packages'
+// tracking numbers, or the TW0001 warning of an unknown inquiry.
+func (s *carrierSandbox) ubTrackReference(w http.ResponseWriter, r *http.Request) {
+	if !ubTrackHeaders(w, r) {
+		return
+	}
+	ref := pathParam(r, "reference")
+	sh, ok := s.labelByReference("carrier_b", ref)
+	if !ok {
+		ubTrackNotFound(w, ref)
+		return
+	}
+	pkgs := make([]map[string]any, 0, len(sh.pieces))
+	for _, n := range sh.pieces {
+		pkgs = append(pkgs, map[string]any{"trackingNumber": n, "referenceNumber": []map[string]any{{"type": "SHIPMENT", "number": ref}}})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"trackResponse": map[string]any{"shipment": []map[string]any{{
+		"inquiryNumber": ref, "package": pkgs,
+	}}}})
+}
+
+// ubTrackHeaders refuses a tracking call without its required headers.
+func ubTrackHeaders(w http.ResponseWriter, r *http.Request) bool {
 	if r.Header.Get("transId") == "" || r.Header.Get("transactionSrc") == "" {
 		ubError(w, http.StatusBadRequest, "VSS000", "Missing required header: transId and transactionSrc are required.")
+		return false
+	}
+	return true
+}
+
+// ubTrackNotFound answers an inquiry the carrier does not know (TW0001).
+func ubTrackNotFound(w http.ResponseWriter, inquiry string) {
+	writeJSON(w, http.StatusOK, map[string]any{"trackResponse": map[string]any{"shipment": []map[string]any{{
+		"inquiryNumber": inquiry,
+		"warnings":      []map[string]any{{"code": "TW0001", "message": "Tracking Information Not Found"}},
+	}}}})
+}
+
+func (s *carrierSandbox) ubTrack(w http.ResponseWriter, r *http.Request) {
+	if !ubTrackHeaders(w, r) {
 		return
 	}
 	n := pathParam(r, "number")
 	sh, ok := s.shipment("carrier_b", n)
 	if !ok {
-		writeJSON(w, http.StatusOK, map[string]any{"trackResponse": map[string]any{"shipment": []map[string]any{{
-			"inquiryNumber": n,
-			"warnings":      []map[string]any{{"code": "TW0001", "message": "Tracking Information Not Found"}},
-		}}}})
+		ubTrackNotFound(w, n)
 		return
 	}
 	evs := sh.timeline(s.now(), sbCarriers["carrier_b"].hub)

@@ -98,6 +98,7 @@ func newCarrierSandbox(now func() time.Time) *carrierSandbox {
 //	  POST   /api/shipments/{version}/ship       LabelImageFormat GIF | PNG | ZPL
 //	  DELETE /api/shipments/{version}/void/cancel/{number}
 //	  GET    /api/track/v1/details/{number}      transId and transactionSrc headers required
+//	  GET    /api/track/v1/reference/details/{reference}  the issued label bought with a shipper reference
 //	/carriers/carrier_c  (single-key rate estimates; api-key header)
 //	  GET  /v1/carriers
 //	  POST /v1/rates/estimate
@@ -314,6 +315,19 @@ func (s *carrierSandbox) shipment(carrier, number string) (sbShipment, bool) {
 		return sbShipment{}, false
 	}
 	return derivedShipment(carrier, number), true
+}
+
+// labelByReference finds an issued, not voided label of carrier by the
+// shipper's reference it was bought with.
+func (s *carrierSandbox) labelByReference(carrier, ref string) (sbShipment, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range s.labelOrder {
+		if sh, ok := s.labels[key]; ok && sh.carrier == carrier && sh.reference != "" && sh.reference == ref && !sh.voided {
+			return *sh, true
+		}
+	}
+	return sbShipment{}, false
 }
 
 // unknownNumber: numbers ending in 0000 are unknown to every carrier.
@@ -699,6 +713,7 @@ type sbShipment struct {
 	issued, voided                        bool
 	price                                 float64
 	pieces                                []string // package tracking numbers (issued)
+	reference                             string   // the shipper's reference (issued carrier_b labels)
 }
 
 const (

@@ -14,15 +14,22 @@ import (
 
 // Pickup statuses. A confirmed pickup whose date has passed is completed:
 // reads report it so at once (PickupStatusOn), and the pickup-completion
-// schedule persists it (CompletePastPickups).
+// schedule persists it (CompletePastPickups). A pickup is pending while its
+// PickupBooking workflow books it, and failed when the carrier's answer was
+// lost (the reason under carrierResponse.error); the API shows neither.
 const (
+	PickupPending   = "pending"
 	PickupConfirmed = "confirmed"
 	PickupCompleted = "completed"
 	PickupCancelled = "cancelled"
+	PickupFailed    = "failed"
 )
 
-// PickupStatuses are every pickup status.
+// PickupStatuses are the pickup statuses the API shows.
 var PickupStatuses = []string{PickupConfirmed, PickupCompleted, PickupCancelled}
+
+// Visible reports whether the API shows the pickup (it is booked).
+func (p Pickup) Visible() bool { return p.Status != PickupPending && p.Status != PickupFailed }
 
 // Pickup is a carrier pickup of one organization.
 type Pickup struct {
@@ -72,9 +79,11 @@ const pickupCols = `id, organization_id, carrier_account_id, carrier, external_i
  ready_time, close_time, package_count, total_weight, confirmation_number, carrier_response, metadata,
  cancel_reason, cancelled_at, completed_at, created_at, updated_at`
 
-// InsertPickup inserts a confirmed pickup (every field but the timestamps
-// set by the caller) and returns it as stored.
-func InsertPickup(ctx context.Context, db DBTX, p Pickup) (Pickup, error) {
+// InsertPickup inserts a pickup (every field but the timestamps set by the
+// caller; the status defaults to confirmed) and returns it as stored. When
+// a pickup with that id exists (a client's retry of the same request, see
+// the API's Idempotency-Key), it is returned as it is and created is false.
+func InsertPickup(ctx context.Context, db DBTX, p Pickup) (out Pickup, created bool, err error) {
 	if p.Metadata == nil {
 		p.Metadata = json.RawMessage(`{}`)
 	}
@@ -85,11 +94,61 @@ func InsertPickup(ctx context.Context, db DBTX, p Pickup) (Pickup, error) {
 INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, external_id, status, pickup_address, pickup_date,
                      ready_time, close_time, package_count, total_weight, confirmation_number, carrier_response, metadata)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+ON CONFLICT (id) DO NOTHING
 RETURNING `+pickupCols,
 		p.ID, p.OrganizationID, p.CarrierAccountID, p.Carrier, p.ExternalID, p.Status, p.PickupAddress, p.PickupDate,
 		p.ReadyTime, p.CloseTime, p.PackageCount, p.TotalWeight, p.ConfirmationNumber, p.CarrierResponse, p.Metadata)
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Pickup])
-	return out, mapErr(err)
+	out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Pickup])
+	if err == nil {
+		return out, true, nil
+	}
+	if err = mapErr(err); err != ErrNotFound {
+		return out, false, err
+	}
+	out, err = PickupByID(ctx, db, p.OrganizationID, p.ID)
+	return out, false, err
+}
+
+// ConfirmPickup records the carrier's booking of a pending pickup: it
+// becomes confirmed with its confirmation number (also its external id)
+// and the carrier's answer. A pickup no longer pending is left as it is. It
+// returns the pickup as stored (ErrNotFound: it was deleted).
+func ConfirmPickup(ctx context.Context, db DBTX, orgID, id uuid.UUID, confirmation string, carrierResponse json.RawMessage) (Pickup, error) {
+	if _, err := db.Exec(ctx, `
+UPDATE pickups SET status = 'confirmed', external_id = $3, confirmation_number = $3, carrier_response = $4, updated_at = now()
+ WHERE organization_id = $1 AND id = $2 AND status = 'pending'`, orgID, id, confirmation, carrierResponse); err != nil {
+		return Pickup{}, mapErr(err)
+	}
+	return PickupByID(ctx, db, orgID, id)
+}
+
+// FailPendingPickup ends a pending pickup whose booking has an unknown
+// outcome: failed, with the reason under carrier_response.error. updated is
+// false when it is not (any more) pending.
+func FailPendingPickup(ctx context.Context, db DBTX, orgID, id uuid.UUID, reason string) (updated bool, err error) {
+	tag, err := db.Exec(ctx, `
+UPDATE pickups SET status = 'failed', carrier_response = jsonb_build_object('error', $3::text), updated_at = now()
+ WHERE organization_id = $1 AND id = $2 AND status = 'pending'`, orgID, id, reason)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// DeletePendingPickup deletes a pickup still pending (the carrier refused
+// the booking, or it never reached the carrier).
+func DeletePendingPickup(ctx context.Context, db DBTX, orgID, id uuid.UUID) (deleted bool, err error) {
+	tag, err := db.Exec(ctx, `DELETE FROM pickups WHERE organization_id = $1 AND id = $2 AND status = 'pending'`, orgID, id)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// StalePendingPickups lists pickups still pending created before cutoff,
+// oldest first.
+func StalePendingPickups(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	return stalePending(ctx, db, "pickups", cutoff, limit)
 }
 
 // PickupByID finds a pickup of the organization.
@@ -99,17 +158,10 @@ func PickupByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (Pickup, erro
 	return out, mapErr(err)
 }
 
-// LockPickup finds a pickup of the organization and locks it until the
-// transaction ends (a cancellation holds it across the carrier call, so two
-// cancellations do not both reach the carrier).
-func LockPickup(ctx context.Context, tx pgx.Tx, orgID, id uuid.UUID) (Pickup, error) {
-	rows, _ := tx.Query(ctx, `SELECT `+pickupCols+` FROM pickups WHERE organization_id = $1 AND id = $2 FOR UPDATE`, orgID, id)
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Pickup])
-	return out, mapErr(err)
-}
-
 // MarkPickupCancelled records a cancellation the carrier accepted; the
-// carrier's answer is kept under carrierResponse.cancellation.
+// carrier's answer is kept under carrierResponse.cancellation. Only a
+// confirmed pickup is changed (compare-and-set: no lock is held across the
+// carrier call); ErrNotFound when the pickup is not confirmed (any more).
 func MarkPickupCancelled(ctx context.Context, db DBTX, orgID, id uuid.UUID, reason *string, carrierAnswer json.RawMessage) (Pickup, error) {
 	if carrierAnswer == nil {
 		carrierAnswer = json.RawMessage(`null`)
@@ -118,7 +170,7 @@ func MarkPickupCancelled(ctx context.Context, db DBTX, orgID, id uuid.UUID, reas
 UPDATE pickups
    SET status = 'cancelled', cancel_reason = $3, cancelled_at = now(), updated_at = now(),
        carrier_response = coalesce(carrier_response, '{}'::jsonb) || jsonb_build_object('cancellation', $4::jsonb)
- WHERE organization_id = $1 AND id = $2
+ WHERE organization_id = $1 AND id = $2 AND status = 'confirmed'
 RETURNING `+pickupCols, orgID, id, reason, carrierAnswer)
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Pickup])
 	return out, mapErr(err)
@@ -151,6 +203,7 @@ func ListPickups(ctx context.Context, db DBTX, orgID uuid.UUID, f PickupFilter) 
 		where.WriteString(" AND " + cond)
 	}
 	today := pickupUTCDate(f.Today)
+	add("status IN ('confirmed', 'completed', 'cancelled')")
 	switch f.Status {
 	case PickupConfirmed:
 		add("status = 'confirmed' AND pickup_date >= ?", today)

@@ -51,7 +51,9 @@ const shipmentActionCols = `id, organization_id, shipment_id, action_type, confi
 
 // InsertShipmentAction inserts a pending action record (ID, organization,
 // shipment, type, config, shipment status, workflow id and requester set
-// by the caller) and returns it as stored.
+// by the caller) and returns it as stored. A record with that id already
+// there (a client's retry of the same request, see the API's
+// Idempotency-Key) is returned as it is.
 func InsertShipmentAction(ctx context.Context, db DBTX, a ShipmentAction) (ShipmentAction, error) {
 	if a.Config == nil {
 		a.Config = json.RawMessage(`{}`)
@@ -59,10 +61,14 @@ func InsertShipmentAction(ctx context.Context, db DBTX, a ShipmentAction) (Shipm
 	rows, _ := db.Query(ctx, `
 INSERT INTO shipment_actions (id, organization_id, shipment_id, action_type, config, status, shipment_status, workflow_id, requested_by)
 VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7, $8)
+ON CONFLICT (id) DO NOTHING
 RETURNING `+shipmentActionCols,
 		a.ID, a.OrganizationID, a.ShipmentID, a.ActionType, a.Config, a.ShipmentStatus, a.WorkflowID, a.RequestedBy)
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[ShipmentAction])
-	return out, mapErr(err)
+	if err = mapErr(err); err != ErrNotFound {
+		return out, err
+	}
+	return ShipmentActionByID(ctx, db, a.OrganizationID, a.ID)
 }
 
 // ShipmentActionByID finds an action record of the organization.
@@ -149,4 +155,10 @@ type ShipmentActionAddress struct {
 	State   string `json:"state"`
 	Zip     string `json:"zip"`
 	Country string `json:"country"`
+}
+
+// StalePendingShipmentActions lists action records still pending created
+// before cutoff, oldest first.
+func StalePendingShipmentActions(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	return stalePending(ctx, db, "shipment_actions", cutoff, limit)
 }

@@ -81,8 +81,11 @@ const shipmentFrom = ` FROM shipments s LEFT JOIN shipment_labels l ON l.shipmen
 // InsertPendingShipment inserts sh (ID, OrganizationID, order, account,
 // carrier, service, addresses and their coordinates, parcels, ship date and
 // metadata set by the caller) as pending, before its label is bought. The order must still be
-// the organization's (ErrNotFound otherwise); its bridge is copied.
-func InsertPendingShipment(ctx context.Context, db DBTX, sh Shipment) (Shipment, error) {
+// the organization's (ErrNotFound otherwise); its bridge is copied. When a
+// shipment with that id already exists (a client's retry of the same
+// request, see the API's Idempotency-Key), it is returned as it is and
+// created is false.
+func InsertPendingShipment(ctx context.Context, db DBTX, sh Shipment) (out Shipment, created bool, err error) {
 	if sh.Metadata == nil {
 		sh.Metadata = json.RawMessage(`{}`)
 	}
@@ -95,37 +98,92 @@ WITH s AS (
                          ship_date, ship_from, ship_to, parcels, metadata, ship_from_lat, ship_from_lng, ship_to_lat, ship_to_lng)
   SELECT $1, o.organization_id, o.id, o.bridge_id, $4, $5, $6, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15
     FROM orders o WHERE o.organization_id = $2 AND o.id = $3
+  ON CONFLICT (id) DO NOTHING
   RETURNING *
 )
 SELECT `+shipmentCols+` FROM s LEFT JOIN shipment_labels l ON false`,
 		sh.ID, sh.OrganizationID, sh.OrderID, sh.CarrierAccountID, sh.Carrier, sh.Service,
 		sh.ShipDate, sh.ShipFrom, sh.ShipTo, sh.Parcels, sh.Metadata, sh.ShipFromLat, sh.ShipFromLng, sh.ShipToLat, sh.ShipToLng)
-	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Shipment])
+	out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Shipment])
+	if err == nil {
+		return out, true, nil
+	}
+	if err = mapErr(err); err != ErrNotFound {
+		return out, false, err
+	}
+	// Either the order is not the organization's, or the shipment exists.
+	out, err = ShipmentByID(ctx, db, sh.OrganizationID, sh.ID)
+	return out, false, err
+}
+
+// DeletePendingShipment deletes a shipment that is still pending (its label
+// purchase was refused or never happened); deleted is false when it is not
+// (any more) pending.
+func DeletePendingShipment(ctx context.Context, db DBTX, orgID, id uuid.UUID) (deleted bool, err error) {
+	tag, err := db.Exec(ctx, `DELETE FROM shipments WHERE organization_id = $1 AND id = $2 AND status = 'pending'`, orgID, id)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// FailPendingShipment ends a pending shipment whose label purchase has an
+// unknown outcome (the carrier's answer was lost): it becomes exception,
+// with the reason under carrier_response.error and, for clients (the API
+// shows no carrier response), under metadata.label_purchase_error, so that
+// it stays visible (a label may have been bought) and can be checked with
+// the carrier and deleted. updated is false when the shipment is not (any
+// more) pending.
+func FailPendingShipment(ctx context.Context, db DBTX, orgID, id uuid.UUID, reason string) (updated bool, err error) {
+	tag, err := db.Exec(ctx, `
+UPDATE shipments SET status = 'exception', carrier_response = jsonb_build_object('error', $3::text),
+       metadata = metadata || jsonb_build_object('label_purchase_error', $3::text), updated_at = now()
+ WHERE organization_id = $1 AND id = $2 AND status = 'pending'`, orgID, id, reason)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// stalePending lists up to limit rows of table still pending that were
+// created before cutoff, oldest first (each table has a partial index on
+// created_at for its pending rows).
+func stalePending(ctx context.Context, db DBTX, table string, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at AS since FROM `+table+`
+ WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
+}
+
+// StalePendingShipments lists shipments still pending (label not
+// recorded) created before cutoff, oldest first.
+func StalePendingShipments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	return stalePending(ctx, db, "shipments", cutoff, limit)
 }
 
 // ShipmentLabelDoc is a bought label: what the shipment row records and the
 // document the label endpoint serves.
 type ShipmentLabelDoc struct {
-	TrackingNumber  string
-	RateAmount      float64
-	RateCurrency    string
-	ShipDate        *time.Time // the carrier's ship date; nil keeps the requested one
-	CarrierResponse json.RawMessage
-	Format          string
-	ContentType     string
+	TrackingNumber  string          `json:"trackingNumber"`
+	RateAmount      float64         `json:"rateAmount"`
+	RateCurrency    string          `json:"rateCurrency"`
+	ShipDate        *time.Time      `json:"shipDate"` // the carrier's ship date; nil keeps the requested one
+	CarrierResponse json.RawMessage `json:"carrierResponse"`
+	Format          string          `json:"format"`
+	ContentType     string          `json:"contentType"`
 	// Document is served by default; Pieces (with their TrackingNumbers)
 	// are the per-package documents of a multi-package label.
-	Document        []byte
-	TrackingNumbers []string
-	Pieces          [][]byte
+	Document        []byte   `json:"document"`
+	TrackingNumbers []string `json:"trackingNumbers"`
+	Pieces          [][]byte `json:"pieces"`
 }
 
 // CompleteShipmentLabel records a bought label on a pending shipment: the
 // shipment becomes label_created with its tracking number, rate and the
 // carrier's response, and the document is stored, in one statement. A
 // shipment that is no longer pending (an earlier attempt recorded the
-// label) is left as it is. It returns the shipment as stored.
+// label) is left as it is. It returns the shipment as stored
+// (ErrNotFound: it was deleted); Recorded tells whether it holds this label.
 func CompleteShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID, l ShipmentLabelDoc) (Shipment, error) {
 	if l.TrackingNumbers == nil {
 		l.TrackingNumbers = []string{}
@@ -150,6 +208,12 @@ ON CONFLICT (shipment_id) DO NOTHING`,
 		return Shipment{}, mapErr(err)
 	}
 	return ShipmentByID(ctx, db, orgID, id)
+}
+
+// Recorded reports whether the shipment holds the label l (CompleteShipmentLabel
+// recorded it, now or earlier).
+func (l ShipmentLabelDoc) Recorded(sh Shipment) bool {
+	return sh.HasLabel() && sh.TrackingNumber != nil && *sh.TrackingNumber == l.TrackingNumber
 }
 
 // ShipmentByID finds a shipment of the organization.

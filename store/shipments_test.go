@@ -28,12 +28,13 @@ func shpTestFixture(t *testing.T, s *store.Store) (orgID, orderID, accountID uui
 func shpTestPending(t *testing.T, s *store.Store, orgID, orderID, accountID uuid.UUID) store.Shipment {
 	t.Helper()
 	d := time.Date(2030, 1, 7, 0, 0, 0, 0, time.UTC)
-	sh, err := store.InsertPendingShipment(t.Context(), s.Pool, store.Shipment{
+	sh, created, err := store.InsertPendingShipment(t.Context(), s.Pool, store.Shipment{
 		ID: uuid.New(), OrganizationID: orgID, OrderID: &orderID, CarrierAccountID: &accountID, Carrier: "carrier_a",
 		Service: "FEDEX_GROUND", ShipDate: &d, ShipFrom: json.RawMessage(`{"city":"Memphis"}`), ShipTo: json.RawMessage(`{"city":"Seattle"}`),
 		Parcels: json.RawMessage(`[{"weight":1}]`),
 	})
 	require.NoError(t, err)
+	require.True(t, created)
 	return sh
 }
 
@@ -50,8 +51,13 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 
 	// An order of another organization is not found.
 	otherOrg, otherOrder, _ := shpTestFixture(t, s)
-	_, err := store.InsertPendingShipment(ctx, s.Pool, store.Shipment{ID: uuid.New(), OrganizationID: orgID, OrderID: &otherOrder, Carrier: "carrier_a", Service: "X"})
+	_, _, err := store.InsertPendingShipment(ctx, s.Pool, store.Shipment{ID: uuid.New(), OrganizationID: orgID, OrderID: &otherOrder, Carrier: "carrier_a", Service: "X"})
 	require.ErrorIs(t, err, store.ErrNotFound)
+	// The same id again (a client's retry) returns the existing row.
+	again, created, err := store.InsertPendingShipment(ctx, s.Pool, store.Shipment{ID: sh.ID, OrganizationID: orgID, OrderID: &orderID, Carrier: "carrier_a", Service: "OTHER"})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, "FEDEX_GROUND", again.Service)
 
 	doc := store.ShipmentLabelDoc{TrackingNumber: "700000000001", RateAmount: 12.34, RateCurrency: "USD", Format: "PDF",
 		ContentType: "application/pdf", Document: []byte("%PDF-1"), CarrierResponse: json.RawMessage(`{"zone":"8"}`)}
@@ -62,6 +68,7 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	require.Equal(t, 12.34, *got.RateAmount)
 	require.Equal(t, "PDF", *got.LabelFormat)
 	require.Equal(t, 1, *got.LabelPieces)
+	require.True(t, doc.Recorded(got))
 
 	// A second completion (a retried request) keeps the first label.
 	doc2 := doc
@@ -69,6 +76,7 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	got, err = store.CompleteShipmentLabel(ctx, s.Pool, orgID, sh.ID, doc2)
 	require.NoError(t, err)
 	require.Equal(t, "700000000001", *got.TrackingNumber)
+	require.False(t, doc2.Recorded(got))
 	l, err := store.ShipmentLabel(ctx, s.Pool, orgID, sh.ID)
 	require.NoError(t, err)
 	require.Equal(t, []byte("%PDF-1"), l.Document)
@@ -86,6 +94,37 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"a", "b"}, l.TrackingNumbers)
 	require.Len(t, l.PieceDocuments, 2)
+
+	// A pending shipment: listed as pending past its bound, failed with a
+	// reason (only while pending), or deleted (only while pending).
+	sh3 := shpTestPending(t, s, orgID, orderID, accountID)
+	pend, err := store.StalePendingShipments(ctx, s.Pool, time.Now().Add(time.Minute), 100)
+	require.NoError(t, err)
+	require.Contains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: sh3.ID, Since: sh3.CreatedAt})
+	require.NotContains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: sh.ID, Since: sh.CreatedAt})
+	pend, err = store.StalePendingShipments(ctx, s.Pool, sh3.CreatedAt, 100)
+	require.NoError(t, err)
+	for _, p := range pend {
+		require.NotEqual(t, sh3.ID, p.ID, "not yet past its bound")
+	}
+	ok, err := store.FailPendingShipment(ctx, s.Pool, orgID, sh3.ID, "outcome unknown")
+	require.NoError(t, err)
+	require.True(t, ok)
+	got, err = store.ShipmentByID(ctx, s.Pool, orgID, sh3.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentException, got.Status)
+	require.JSONEq(t, `{"error":"outcome unknown"}`, string(got.CarrierResponse))
+	require.JSONEq(t, `{"label_purchase_error":"outcome unknown"}`, string(got.Metadata))
+	ok, err = store.FailPendingShipment(ctx, s.Pool, orgID, sh3.ID, "again")
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = store.DeletePendingShipment(ctx, s.Pool, orgID, sh3.ID)
+	require.NoError(t, err)
+	require.False(t, ok, "no longer pending")
+	sh4 := shpTestPending(t, s, orgID, orderID, accountID)
+	ok, err = store.DeletePendingShipment(ctx, s.Pool, orgID, sh4.ID)
+	require.NoError(t, err)
+	require.True(t, ok)
 
 	// Patch: metadata merged, delivered stamps delivered_at.
 	tn := "X1"
@@ -134,6 +173,12 @@ func TestStoreShipmentActions(t *testing.T) {
 	// The first outcome wins.
 	ok, err = store.FinishShipmentAction(ctx, s.Pool, orgID, a.ID, store.ShipmentActionOutcome{Status: store.ShipmentActionFailed, Error: "late"})
 	require.NoError(t, err)
+	// The same id again (a client's retry) returns the record as it is.
+	again, err := store.InsertShipmentAction(ctx, s.Pool, store.ShipmentAction{ID: a.ID, OrganizationID: orgID, ShipmentID: sh.ID,
+		ActionType: "instructions", ShipmentStatus: "in_transit", WorkflowID: &wf})
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentActionCompleted, again.Status)
+	require.Equal(t, "hold", again.ActionType)
 	require.False(t, ok)
 	got, err := store.ShipmentActionByID(ctx, s.Pool, orgID, a.ID)
 	require.NoError(t, err)
@@ -165,16 +210,24 @@ func TestStorePickups(t *testing.T) {
 	ins := func(status string, offset int) store.Pickup {
 		t.Helper()
 		conf := "CPU" + uuid.NewString()[:8]
-		p, err := store.InsertPickup(ctx, s.Pool, store.Pickup{ID: uuid.New(), OrganizationID: orgID, CarrierAccountID: &accountID,
+		p, created, err := store.InsertPickup(ctx, s.Pool, store.Pickup{ID: uuid.New(), OrganizationID: orgID, CarrierAccountID: &accountID,
 			Carrier: "carrier_a", ExternalID: &conf, Status: status, PickupAddress: json.RawMessage(`{"city":"Memphis"}`),
 			PickupDate: today.AddDate(0, 0, offset), ReadyTime: "09:00", CloseTime: "17:00", PackageCount: 1, ConfirmationNumber: &conf})
 		require.NoError(t, err)
+		require.True(t, created)
 		return p
 	}
 	future := ins(store.PickupConfirmed, 1)
 	todays := ins(store.PickupConfirmed, 0)
 	past := ins(store.PickupConfirmed, -1)
 	cancelled := ins(store.PickupCancelled, -3)
+	// Pending and failed bookings are not listed.
+	booking := ins(store.PickupPending, 2)
+	lost := ins(store.PickupPending, 2)
+	ok, err := store.FailPendingPickup(ctx, s.Pool, orgID, lost.ID, "outcome unknown")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.False(t, booking.Visible())
 	require.Equal(t, store.PickupCompleted, past.StatusOn(time.Now()))
 	require.Equal(t, store.PickupConfirmed, todays.StatusOn(time.Now()), "today's pickup is still confirmed")
 
@@ -220,6 +273,27 @@ func TestStorePickups(t *testing.T) {
 	require.Equal(t, store.PickupCancelled, c.Status)
 	require.JSONEq(t, `{"location":"TNMA","cancellation":{"messages":["ok"]}}`, string(c.CarrierResponse))
 	require.Equal(t, "not needed", *c.CancelReason)
+	_, err = store.MarkPickupCancelled(ctx, s.Pool, orgID, future.ID, &reason, nil)
+	require.ErrorIs(t, err, store.ErrNotFound, "only a confirmed pickup is cancelled")
+
+	// A pending booking: listed past its bound, then confirmed (once).
+	pend, err := store.StalePendingPickups(ctx, s.Pool, time.Now().Add(time.Minute), 100)
+	require.NoError(t, err)
+	require.Contains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: booking.ID, Since: booking.CreatedAt})
+	again, created, err := store.InsertPickup(ctx, s.Pool, booking)
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Equal(t, booking.ID, again.ID)
+	conf, err := store.ConfirmPickup(ctx, s.Pool, orgID, booking.ID, "CONF1", json.RawMessage(`{"location":"X"}`))
+	require.NoError(t, err)
+	require.Equal(t, store.PickupConfirmed, conf.Status)
+	require.Equal(t, "CONF1", *conf.ConfirmationNumber)
+	conf, err = store.ConfirmPickup(ctx, s.Pool, orgID, booking.ID, "CONF2", nil)
+	require.NoError(t, err)
+	require.Equal(t, "CONF1", *conf.ConfirmationNumber, "the first booking stays")
+	ok, err = store.DeletePendingPickup(ctx, s.Pool, orgID, booking.ID)
+	require.NoError(t, err)
+	require.False(t, ok)
 
 	otherOrg, _, _ := shpTestFixture(t, s)
 	_, err = store.PickupByID(ctx, s.Pool, otherOrg, future.ID)

@@ -13,10 +13,15 @@ import (
 )
 
 // registerShipments registers the shipments workflows and activities:
+// ShipmentLabel (shipment-label/<shipmentId>), PickupBooking
+// (pickup/<pickupId>), PickupCancel (pickup-cancel/<pickupId>),
 // ShipmentAction (shipment-action/<actionId>) and PickupCompletion (run by
 // the schedule/pickup-completion Schedule, see
 // EnsurePickupCompletionSchedule).
 func registerShipments(r sdkworker.Registry, deps Deps) {
+	r.RegisterWorkflowWithOptions(workflows.ShipmentLabel, workflow.RegisterOptions{Name: workflows.ShipmentLabelWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.PickupBooking, workflow.RegisterOptions{Name: workflows.PickupBookingWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.PickupCancel, workflow.RegisterOptions{Name: workflows.PickupCancelWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.ShipmentAction, workflow.RegisterOptions{Name: workflows.ShipmentActionWorkflowType})
 	r.RegisterWorkflowWithOptions(workflows.PickupCompletion, workflow.RegisterOptions{Name: workflows.PickupCompletionWorkflowType})
 	r.RegisterActivity(&activities.ShipmentActivities{
@@ -24,6 +29,7 @@ func registerShipments(r sdkworker.Registry, deps Deps) {
 		Secrets:  deps.Secrets,
 		Carriers: deps.Carriers,
 		Logger:   deps.Logger.With("component", "activities"),
+		Temporal: deps.Temporal,
 	})
 }
 

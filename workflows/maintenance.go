@@ -25,6 +25,8 @@ type MaintenanceResult struct {
 	IdempotencyKeys int64 `json:"idempotencyKeys"`
 	// Runs: rate comparisons and carrier registrations.
 	Runs activities.ReconcileRunsResult `json:"runs"`
+	// Shipments: shipments, pickups and shipment actions.
+	Shipments activities.ReconcileShipmentsResult `json:"shipments"`
 }
 
 var (
@@ -60,6 +62,8 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 	step(purgeOptions, a.PurgeExpired, activities.PurgeExpiredInput{}, &purged)
 	res.IdempotencyKeys = purged.IdempotencyKeys
 	step(reconcileOptions, a.ReconcileRuns, activities.ReconcileRunsInput{}, &res.Runs)
+	var sa *activities.ShipmentActivities
+	step(reconcileOptions, sa.ReconcileShipments, activities.ReconcileShipmentsInput{}, &res.Shipments)
 
 	return res, errors.Join(errs...)
 }

@@ -18,12 +18,16 @@ func TestMaintenancePurgesAndReconciles(t *testing.T) {
 	env.RegisterActivity(a)
 	env.OnActivity(a.PurgeExpired, mock.Anything, activities.PurgeExpiredInput{}).Return(activities.PurgeExpiredResult{IdempotencyKeys: 7}, nil).Once()
 	env.OnActivity(a.ReconcileRuns, mock.Anything, activities.ReconcileRunsInput{}).Return(activities.ReconcileRunsResult{Checked: 3, Restarted: 1, Failed: 1}, nil).Once()
+	var sa *activities.ShipmentActivities
+	env.RegisterActivity(sa)
+	env.OnActivity(sa.ReconcileShipments, mock.Anything, activities.ReconcileShipmentsInput{}).Return(activities.ReconcileShipmentsResult{Running: 1, Removed: 2, Failed: 3}, nil).Once()
 	env.ExecuteWorkflow(Maintenance)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res MaintenanceResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, MaintenanceResult{IdempotencyKeys: 7, Runs: activities.ReconcileRunsResult{Checked: 3, Restarted: 1, Failed: 1}}, res)
+	require.Equal(t, MaintenanceResult{IdempotencyKeys: 7, Runs: activities.ReconcileRunsResult{Checked: 3, Restarted: 1, Failed: 1},
+		Shipments: activities.ReconcileShipmentsResult{Running: 1, Removed: 2, Failed: 3}}, res)
 	env.AssertExpectations(t)
 }
 
@@ -35,6 +39,9 @@ func TestMaintenanceStepFailsRunButNextStepRuns(t *testing.T) {
 	env.RegisterActivity(a)
 	env.OnActivity(a.PurgeExpired, mock.Anything, mock.Anything).Return(activities.PurgeExpiredResult{}, errors.New("db down")).Times(5)
 	env.OnActivity(a.ReconcileRuns, mock.Anything, mock.Anything).Return(activities.ReconcileRunsResult{Checked: 1}, nil).Once()
+	var sa *activities.ShipmentActivities
+	env.RegisterActivity(sa)
+	env.OnActivity(sa.ReconcileShipments, mock.Anything, mock.Anything).Return(activities.ReconcileShipmentsResult{}, nil).Once()
 	env.ExecuteWorkflow(Maintenance)
 	require.Error(t, env.GetWorkflowError())
 	require.Contains(t, env.GetWorkflowError().Error(), "db down")

@@ -15,7 +15,9 @@ const ShipmentActionWorkflowType = "ShipmentAction"
 
 // ShipmentActionWorkflowID is the stable workflow ID of an action record
 // (CONTRACT section 5).
-func ShipmentActionWorkflowID(actionID string) string { return "shipment-action/" + actionID }
+func ShipmentActionWorkflowID(actionID string) string {
+	return activities.ShipmentActionIDPrefix + actionID
+}
 
 // ShipmentActionInput is the input of ShipmentAction.
 type ShipmentActionInput struct {
@@ -35,18 +37,15 @@ type ShipmentActionResult struct {
 
 // Activity options of ShipmentAction.
 var (
-	// sendShipmentActionOptions: one carrier call. Transient carrier
-	// failures are retried with backoff for a few minutes; refusals fail at
-	// once.
+	// sendShipmentActionOptions: one carrier call (a delivery change may
+	// carry a fee), one attempt per execution: the workflow repeats it only
+	// when the call never reached the carrier (spendOnceWith,
+	// ErrTypeShipmentCarrierUnavailable). A timeout after sending, a 5xx or
+	// a worker that died during the call is an unknown outcome, never
+	// repeated.
 	sendShipmentActionOptions = workflow.ActivityOptions{
 		StartToCloseTimeout: 45 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        2 * time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        time.Minute,
-			MaximumAttempts:        6,
-			NonRetryableErrorTypes: activities.PermanentShipmentActionErrorTypes,
-		},
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
 	}
 	// recordShipmentActionOptions: one UPDATE; retried longer, since the
 	// record would stay pending otherwise.
@@ -73,8 +72,8 @@ func ShipmentAction(ctx workflow.Context, in ShipmentActionInput) (ShipmentActio
 	var a *activities.ShipmentActivities
 
 	var sent activities.SendShipmentActionResult
-	sendErr := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, sendShipmentActionOptions), a.SendShipmentAction,
-		activities.SendShipmentActionInput{OrganizationID: in.OrganizationID, ActionID: in.ActionID}).Get(ctx, &sent)
+	sendErr := spendOnceWith(ctx, sendShipmentActionOptions, activities.ErrTypeShipmentCarrierUnavailable, a.SendShipmentAction,
+		activities.SendShipmentActionInput{OrganizationID: in.OrganizationID, ActionID: in.ActionID}, &sent)
 	if sendErr == nil && sent.AlreadyFinished {
 		return ShipmentActionResult{ActionID: in.ActionID, Status: sent.FinishedStatus}, nil
 	}
@@ -111,7 +110,9 @@ func ShipmentAction(ctx workflow.Context, in ShipmentActionInput) (ShipmentActio
 func shipmentActionFailure(err error) (msg, typ string) {
 	msg, typ = failureOf(err)
 	if typ == "Timeout" {
-		msg = "the carrier did not answer in time"
+		// The attempt timed out (or its worker died) after it may have
+		// reached the carrier.
+		msg = activities.ShipmentActionUnknownMessage
 	}
 	if typ == "Canceled" {
 		msg = "the action was cancelled"

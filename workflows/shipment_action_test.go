@@ -82,7 +82,7 @@ func (s *shipmentActionSuite) TestCarrierRefusalRecordsFailed() {
 }
 
 func (s *shipmentActionSuite) TestTransientFailureRetriedThenCompleted() {
-	transient := temporal.NewApplicationError("carrier_a error 503: Service Unavailable", activities.ErrTypeShipmentCarrierUnavailable)
+	transient := temporal.NewApplicationError("the carrier could not be reached", activities.ErrTypeShipmentCarrierUnavailable)
 	s.env.OnActivity(shipActs.SendShipmentAction, mock.Anything, mock.Anything).Return(activities.SendShipmentActionResult{}, transient).Twice()
 	s.env.OnActivity(shipActs.SendShipmentAction, mock.Anything, mock.Anything).Return(activities.SendShipmentActionResult{ConfirmationNumber: "DM1"}, nil).Once()
 	s.env.OnActivity(shipActs.RecordShipmentActionOutcome, mock.Anything, mock.MatchedBy(func(in activities.RecordShipmentActionOutcomeInput) bool {
@@ -96,16 +96,31 @@ func (s *shipmentActionSuite) TestTransientFailureRetriedThenCompleted() {
 }
 
 func (s *shipmentActionSuite) TestRetriesExhaustedRecordsFailed() {
-	transient := temporal.NewApplicationError("carrier_a error 503: Service Unavailable", activities.ErrTypeShipmentCarrierUnavailable)
+	transient := temporal.NewApplicationError("the carrier could not be reached", activities.ErrTypeShipmentCarrierUnavailable)
 	s.env.OnActivity(shipActs.SendShipmentAction, mock.Anything, mock.Anything).Return(activities.SendShipmentActionResult{}, transient)
 	s.env.OnActivity(shipActs.RecordShipmentActionOutcome, mock.Anything, mock.MatchedBy(func(in activities.RecordShipmentActionOutcomeInput) bool {
-		return in.Status == "failed" && in.Error == "carrier_a error 503: Service Unavailable"
+		return in.Status == "failed" && in.Error == "the carrier could not be reached"
 	})).Return(activities.RecordShipmentActionOutcomeResult{Recorded: true}, nil).Once()
 
 	s.env.ExecuteWorkflow(ShipmentAction, shipActionInput())
 
 	s.Error(s.env.GetWorkflowError())
-	s.env.AssertActivityNumberOfCalls(s.T(), "SendShipmentAction", int(sendShipmentActionOptions.RetryPolicy.MaximumAttempts))
+	s.env.AssertActivityNumberOfCalls(s.T(), "SendShipmentAction", notSentAttempts)
+}
+
+// A call whose outcome is unknown (a 5xx, a timeout after sending) is never
+// repeated: a delivery change may carry a fee.
+func (s *shipmentActionSuite) TestUnknownOutcomeNotRetried() {
+	unknown := temporal.NewNonRetryableApplicationError(activities.ShipmentActionUnknownMessage+" (carrier_a error 503)", activities.ErrTypeShipmentActionOutcomeUnknown, nil)
+	s.env.OnActivity(shipActs.SendShipmentAction, mock.Anything, mock.Anything).Return(activities.SendShipmentActionResult{}, unknown)
+	s.env.OnActivity(shipActs.RecordShipmentActionOutcome, mock.Anything, mock.MatchedBy(func(in activities.RecordShipmentActionOutcomeInput) bool {
+		return in.Status == "failed" && in.Error == activities.ShipmentActionUnknownMessage+" (carrier_a error 503)"
+	})).Return(activities.RecordShipmentActionOutcomeResult{Recorded: true}, nil).Once()
+
+	s.env.ExecuteWorkflow(ShipmentAction, shipActionInput())
+
+	s.Error(s.env.GetWorkflowError())
+	s.env.AssertActivityNumberOfCalls(s.T(), "SendShipmentAction", 1)
 }
 
 func (s *shipmentActionSuite) TestAlreadyFinishedRecordsNothing() {
@@ -125,12 +140,13 @@ func (s *shipmentActionSuite) TestActivityTimeoutRecordsFailed() {
 	s.env.OnActivity(shipActs.SendShipmentAction, mock.Anything, mock.Anything).
 		Return(activities.SendShipmentActionResult{}, temporal.NewTimeoutError(0, nil))
 	s.env.OnActivity(shipActs.RecordShipmentActionOutcome, mock.Anything, mock.MatchedBy(func(in activities.RecordShipmentActionOutcomeInput) bool {
-		return in.Status == "failed" && in.Error != ""
+		return in.Status == "failed" && in.Error == activities.ShipmentActionUnknownMessage
 	})).Return(activities.RecordShipmentActionOutcomeResult{Recorded: true}, nil).Once()
 
 	s.env.ExecuteWorkflow(ShipmentAction, shipActionInput())
 
 	s.Error(s.env.GetWorkflowError())
+	s.env.AssertActivityNumberOfCalls(s.T(), "SendShipmentAction", 1)
 }
 
 func TestPickupCompletionWorkflow(t *testing.T) {
