@@ -1304,11 +1304,11 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 	if acct.Status != store.CarrierAccountActive {
 		return errBadRequest("carrier_account_not_active", fmt.Sprintf("carrier account %q is %s; only an active account can be used", acct.Name, acct.Status))
 	}
-	if s.carriers != nil {
-		if c, err := s.carriers.Get(acct.Carrier); err == nil && !c.Capabilities().Actions {
-			return errBadRequest("actions_not_supported", acct.Carrier+" does not support shipment actions")
-		}
-	}
+	// A carrier without a delivery-change API (none of the built-in
+	// adapters has one) is not refused here: the specification records the
+	// action pending and notifies the carrier asynchronously, so the
+	// ShipmentAction run ends the record failed with the carrier's reason
+	// ("does not support shipment actions"), readable on the action.
 	if s.temporal == nil {
 		return errTemporalUnavailable()
 	}

@@ -827,11 +827,17 @@ func TestShipmentActionRefusals(t *testing.T) {
 }
 
 // The built-in adapters have no delivery changes (no carrier publishes an
-// API for them): an action is refused up front and nothing is started.
+// API for them). The specification records an action pending and notifies
+// the carrier asynchronously, so the API accepts it and starts its run,
+// which ends the record failed with the reason (see e2e).
 func TestShipmentActionUnsupportedCarrier(t *testing.T) {
 	srv := httptest.NewServer(sandboxapi.NewHandler())
 	t.Cleanup(srv.Close)
-	tc := mocks.NewClient(t) // no ExecuteWorkflow expected
+	tc := mocks.NewClient(t)
+	run := mocks.NewWorkflowRun(t)
+	run.On("GetID").Return("shipment-action/x").Maybe()
+	run.On("GetRunID").Return("run-1").Maybe()
+	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(run, nil).Once()
 	e, _ := shpEnv(t, func(d *Deps) {
 		d.Temporal = shpExecOnly{Client: d.Temporal, exec: tc}
 		d.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: srv.URL})
@@ -843,8 +849,11 @@ func TestShipmentActionUnsupportedCarrier(t *testing.T) {
 	id := sh["id"].(string)
 	shpSetStatus(t, e, id, "in_transit")
 	path := "/api/v1/shipments/" + id + "/actions"
-	requireError(t, e.do(owner.caller, "POST", path, map[string]any{"actionType": "hold", "reason": "other"}), 400, "actions_not_supported")
-	require.Empty(t, e.do(owner.caller, "GET", path, nil).list())
+	res := e.do(owner.caller, "POST", path, map[string]any{"actionType": "hold", "reason": "other"})
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	list := e.do(owner.caller, "GET", path, nil).list()
+	require.Len(t, list, 1)
+	require.Equal(t, "pending", list[0]["status"])
 }
 
 // TestShipmentCreateShipDateWindow: ship_date has the window of /rates,
