@@ -52,8 +52,10 @@ func (s *shpStack) waitForAction(key, shipmentID, actionID string) map[string]an
 	}
 }
 
-func TestShipmentActionEndToEnd(t *testing.T) {
-	s := startShipments(t)
+// shipmentInTransit signs up an organization with a shipments API key, a
+// carrier_a account and an order, buys the order's label and moves the
+// shipment in transit, the state actions are allowed in.
+func (s *shpStack) shipmentInTransit(t *testing.T) (key, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -65,7 +67,7 @@ func TestShipmentActionEndToEnd(t *testing.T) {
 		"name": "e2e", "scopes": []string{"shipments:read", "shipments:write"},
 	})
 	require.Equal(t, 201, code, "%v", out)
-	key := data(out)["key"].(string)
+	key = data(out)["key"].(string)
 
 	// A carrier_a account (the carrier accounts API is another part) and an order.
 	acct := uuid.New()
@@ -88,11 +90,19 @@ func TestShipmentActionEndToEnd(t *testing.T) {
 		"ship_from": map[string]any{"street": "10 Main St", "city": "Memphis", "state": "TN", "zip": "38103"},
 		"ship_date": time.Now().UTC().AddDate(0, 0, -1).Format("2006-01-02"),
 	}))
-	id := sh["id"].(string)
+	id = sh["id"].(string)
 	s.mustCall(200, key, "PATCH", "/api/v1/shipments/"+id, map[string]any{"status": "in_transit"})
+	return key, id
+}
+
+func TestShipmentActionEndToEnd(t *testing.T) {
+	s := startShipments(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	key, id := s.shipmentInTransit(t)
 
 	// A hold goes to the carrier and completes; the shipment stays in transit.
-	out = s.mustCall(202, key, "POST", "/api/v1/shipments/"+id+"/actions", map[string]any{
+	out := s.mustCall(202, key, "POST", "/api/v1/shipments/"+id+"/actions", map[string]any{
 		"actionType": "hold", "config": map[string]any{"reason": "customer_request", "notes": "call first"},
 	})
 	require.Equal(t, "pending", out["status"])
@@ -165,4 +175,19 @@ func TestPickupCompletionScheduleEndToEnd(t *testing.T) {
 	require.Equal(t, workflows.PickupCompletionWorkflowType, action.Workflow)
 	require.Equal(t, taskQueue, action.TaskQueue)
 	require.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, desc.Schedule.Policy.Overlap)
+}
+
+// With the built-in carrier_a adapter (no delivery-change API, as the real
+// carrier) an action is still accepted and recorded pending, as the
+// specification says; its run ends the record failed with the reason.
+func TestShipmentActionUnsupportedByCarrier(t *testing.T) {
+	st := start(t)
+	s := &shpStack{stack: st, store: st.store, box: st.box}
+	key, id := s.shipmentInTransit(t)
+	out := s.mustCall(202, key, "POST", "/api/v1/shipments/"+id+"/actions", map[string]any{"actionType": "instructions", "instructions": "back door"})
+	require.Equal(t, "pending", out["status"])
+	rec := s.waitForAction(key, id, out["actionId"].(string))
+	require.Equal(t, "failed", rec["status"], "%v", rec)
+	require.Contains(t, rec["error"], "not support")
+	require.Equal(t, "in_transit", data(s.mustCall(200, key, "GET", "/api/v1/shipments/"+id, nil))["status"])
 }
