@@ -17,6 +17,7 @@ import (
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/transforms"
 )
 
 // Error types of the bridge task activities (besides the order ones:
@@ -51,6 +52,9 @@ type BridgeTaskActivities struct {
 	// page stored by an attempt whose answer was lost calls it again for
 	// that page's orders: hooks are idempotent.
 	OrderHooks rules.OrderHooks
+	// Transforms loads the before_sync and after_sync transformations a
+	// grab-orders page applies (nil: transforms.Noop).
+	Transforms transforms.Loader
 	Logger     *slog.Logger
 }
 
@@ -171,22 +175,39 @@ type SyncPageInput struct {
 	Cursor          string    `json:"cursor"`
 }
 
-// SyncCounts are the counts of a sync (its output).
+// SyncCounts are the counts of a sync (its output). The transformation
+// fields appear only when a transformation failed or wrote an order back.
 type SyncCounts struct {
 	Fetched   int `json:"fetched"`
 	Created   int `json:"created"`
 	Updated   int `json:"updated"`
 	Unchanged int `json:"unchanged"`
 	Failed    int `json:"failed"`
+	// AfterSyncWritten counts the orders an after_sync transformation
+	// changed (written back).
+	AfterSyncWritten int `json:"afterSyncWritten,omitempty"`
+	// TransformFailed counts the failed transformation runs (each left
+	// its order as it was); TransformErrors names the first
+	// MaxTransformErrors of them.
+	TransformFailed int              `json:"transformFailed,omitempty"`
+	TransformErrors []TransformError `json:"transformErrors,omitempty"`
 }
 
-// Add adds o to c.
+// Add adds o to c (TransformErrors up to MaxTransformErrors).
 func (c *SyncCounts) Add(o SyncCounts) {
 	c.Fetched += o.Fetched
 	c.Created += o.Created
 	c.Updated += o.Updated
 	c.Unchanged += o.Unchanged
 	c.Failed += o.Failed
+	c.AfterSyncWritten += o.AfterSyncWritten
+	c.TransformFailed += o.TransformFailed
+	for _, e := range o.TransformErrors {
+		if len(c.TransformErrors) >= MaxTransformErrors {
+			break
+		}
+		c.TransformErrors = append(c.TransformErrors, e)
+	}
 }
 
 // SyncPageResult is the outcome of one page; Next is "" after the last.
@@ -197,10 +218,14 @@ type SyncPageResult struct {
 	Replayed bool `json:"replayed"`
 }
 
-// pageOutcome is what last_page keeps of a page (store.SyncLastPage.Result).
+// pageOutcome is what last_page keeps of a page (store.SyncLastPage.Result):
+// the counts of the upsert and of before_sync, the new orders (for the
+// hooks) and, when after_sync transformations ran, the page's external
+// ids (to find its changed orders again).
 type pageOutcome struct {
 	SyncCounts
-	CreatedIDs []uuid.UUID `json:"createdIds"`
+	CreatedIDs  []uuid.UUID `json:"createdIds"`
+	ExternalIDs []string    `json:"externalIds,omitempty"`
 }
 
 // SyncPage fetches one page and stores it with the cursor's advance in one
@@ -228,8 +253,16 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 		var last store.SyncLastPage
 		var out pageOutcome
 		if json.Unmarshal(cur.LastPage, &last) == nil && last.Key == pageKey && json.Unmarshal(last.Result, &out) == nil {
+			counts := out.SyncCounts
+			if in.TaskName == platforms.TaskGrabOrders && len(out.ExternalIDs) > 0 {
+				after, err := a.afterSyncPage(ctx, orgID, b, a.syncKeys(ctx, execID, in.Cursor), nil, out.ExternalIDs)
+				if err != nil {
+					return SyncPageResult{}, err
+				}
+				counts.Add(after)
+			}
 			a.runHooks(ctx, orgID, out.CreatedIDs)
-			return SyncPageResult{SyncCounts: out.SyncCounts, Next: last.Next, Replayed: true}, nil
+			return SyncPageResult{SyncCounts: counts, Next: last.Next, Replayed: true}, nil
 		}
 	}
 
@@ -247,24 +280,51 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 				advance.HighWater = o.UpdatedAt
 			}
 		}
-		wfID := execID.String()
-		if activity.IsActivity(ctx) {
-			wfID = activity.GetInfo(ctx).WorkflowExecution.ID
+		keys := a.syncKeys(ctx, execID, in.Cursor)
+		// The page's transformations, loaded once: before_sync reshapes
+		// each incoming order before it is stored.
+		before, err := a.loadChain(ctx, orgID, b.ID, transforms.BeforeSync)
+		if err != nil {
+			return SyncPageResult{}, err
+		}
+		after, err := a.loadChain(ctx, orgID, b.ID, transforms.AfterSync)
+		if err != nil {
+			return SyncPageResult{}, err
+		}
+		orders, tfCounts, err := beforeSync(ctx, before, orders, in.Cursor)
+		if err != nil {
+			return SyncPageResult{}, err
+		}
+		var pageExt []string
+		if !after.Empty() {
+			pageExt = make([]string, len(orders))
+			for i, o := range orders {
+				pageExt[i] = o.ExternalID
+			}
 		}
 		res, err := store.UpsertOrderBatch(ctx, a.Store, store.OrderBatch{
 			OrganizationID: orgID, BridgeID: b.ID, Orders: orders, BridgeName: b.Name, ActorName: BridgeTaskActorName,
-			ActivityID: func(ext string) uuid.UUID {
-				return OrderActivityID(wfID, execID.String()+"/"+in.Cursor+"/"+ext, store.OrderSyncActivityType)
+			ActivityID: keys.syncActivityID,
+			Metadata:   keys.metadata(b.ID, in.TaskName),
+			Cursor:     advance,
+			Outcome: func(r store.OrderBatchResult) any {
+				return pageOutcome{SyncCounts: batchCounts(r, tfCounts), CreatedIDs: r.CreatedID, ExternalIDs: pageExt}
 			},
-			Metadata: map[string]any{"bridgeId": b.ID.String(), "taskExecutionId": execID.String(), "workflowId": wfID, "task": in.TaskName},
-			Cursor:   advance,
 		})
 		if err != nil {
 			return SyncPageResult{}, storeError(err, b)
 		}
-		counts := SyncCounts{Fetched: len(orders), Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, Failed: res.Failed}
+		counts := batchCounts(res, tfCounts)
 		if len(res.Problems) > 0 {
 			a.log().WarnContext(ctx, "orders refused by a sync", "bridge_id", b.ID, "problems", res.Problems)
+		}
+		// after_sync: the stored orders the page created or updated.
+		if !after.Empty() {
+			written, err := a.afterSyncPage(ctx, orgID, b, keys, after, pageExt)
+			if err != nil {
+				return SyncPageResult{}, err
+			}
+			counts.Add(written)
 		}
 		a.runHooks(ctx, orgID, res.CreatedID)
 		return SyncPageResult{SyncCounts: counts, Next: next}, nil

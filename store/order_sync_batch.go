@@ -29,6 +29,9 @@ type OrderBatch struct {
 	BridgeName string
 	// Cursor, when set, is advanced in the same transaction.
 	Cursor *SyncPageAdvance
+	// Outcome, when set, makes what the cursor's last_page keeps of the
+	// page from the result (default: the result itself).
+	Outcome func(OrderBatchResult) any
 }
 
 // OrderBatchResult counts what UpsertOrderBatch did. Failed orders are
@@ -211,7 +214,11 @@ func UpsertOrderBatch(ctx context.Context, s *Store, b OrderBatch) (OrderBatchRe
 		}
 		if b.Cursor != nil {
 			c := *b.Cursor
-			if c.LastPage == nil {
+			switch {
+			case c.LastPage != nil:
+			case b.Outcome != nil:
+				c.LastPage = b.Outcome(res)
+			default:
 				c.LastPage = res
 			}
 			return AdvanceSyncCursor(ctx, tx, c)

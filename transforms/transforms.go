@@ -118,11 +118,18 @@ func (s *Service) run(ctx context.Context, list []store.Transformation, data []b
 // result is decoded into out (a pointer) — in's value again when a
 // transformation failed.
 func ApplyValue(ctx context.Context, t Transformer, orgID uuid.UUID, bridgeID *uuid.UUID, trigger string, in, out any) ([]Result, error) {
+	return applyValue(trigger, in, out, func(raw []byte) ([]byte, []Result, error) {
+		return t.Apply(ctx, orgID, bridgeID, trigger, raw)
+	})
+}
+
+// applyValue encodes in, applies apply and decodes the result into out.
+func applyValue(trigger string, in, out any, apply func([]byte) ([]byte, []Result, error)) ([]Result, error) {
 	raw, err := json.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s data: %w", trigger, err)
 	}
-	res, results, err := t.Apply(ctx, orgID, bridgeID, trigger, raw)
+	res, results, err := apply(raw)
 	if err != nil {
 		return results, err
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/rules"
+	"github.com/fos-dev/fos/transforms"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -17,12 +18,19 @@ func registerBridgeTasks(r sdkworker.Registry, deps Deps) {
 	if hooks == nil { // as the API's order create: the organization's split rules
 		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger}
 	}
+	// One transformations service per worker: its sandbox caches the
+	// compiled programs and bounds the concurrent runs.
+	var tf transforms.Loader
+	if deps.Store != nil {
+		tf = transforms.New(deps.Store.Pool, nil)
+	}
 	r.RegisterWorkflowWithOptions(workflows.BridgeTask, workflow.RegisterOptions{Name: workflows.BridgeTaskWorkflowType})
 	r.RegisterActivity(&activities.BridgeTaskActivities{
 		Store:      deps.Store,
 		Secrets:    deps.Secrets,
 		Platforms:  deps.Platforms,
 		OrderHooks: hooks,
+		Transforms: tf,
 		Logger:     deps.Logger.With("component", "activities"),
 	})
 }
