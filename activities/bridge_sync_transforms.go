@@ -95,12 +95,12 @@ func (k syncKeys) metadata(bridgeID uuid.UUID, task string) map[string]any {
 	return map[string]any{"bridgeId": bridgeID.String(), "taskExecutionId": k.execID, "workflowId": k.workflowID, "task": task}
 }
 
-// loadChain loads a trigger point's transformations for the bridge; a
-// failure to read them is retried with the activity.
-func (a *BridgeTaskActivities) loadChain(ctx context.Context, orgID, bridgeID uuid.UUID, trigger string) (*transforms.Chain, error) {
-	var l transforms.Loader = transforms.Noop{}
-	if a.Transforms != nil {
-		l = a.Transforms
+// loadChain loads a trigger point's transformations for the bridge
+// through l (nil: transforms.Noop); a failure to read them is retried
+// with the activity.
+func loadChain(ctx context.Context, l transforms.Loader, orgID, bridgeID uuid.UUID, trigger string) (*transforms.Chain, error) {
+	if l == nil {
+		l = transforms.Noop{}
 	}
 	c, err := l.Load(ctx, orgID, &bridgeID, trigger)
 	if err != nil {
@@ -112,14 +112,14 @@ func (a *BridgeTaskActivities) loadChain(ctx context.Context, orgID, bridgeID uu
 // beforeSync passes each order through the before_sync chain. An order
 // whose transformation fails, or whose result changes its external id or
 // could not be stored, stays as it came (recorded in the counts).
-func beforeSync(ctx context.Context, chain *transforms.Chain, orders []platforms.Order, cursor string) ([]platforms.Order, SyncCounts, error) {
+func beforeSync(ctx context.Context, chain *transforms.Chain, orders []platforms.Order) ([]platforms.Order, SyncCounts, error) {
 	var c SyncCounts
 	if chain.Empty() {
 		return orders, c, nil
 	}
 	out := make([]platforms.Order, len(orders))
 	for i, o := range orders {
-		heartbeat(ctx, cursor)
+		heartbeat(ctx, transforms.BeforeSync, o.ExternalID)
 		out[i] = o
 		var t platforms.Order
 		results, err := chain.ApplyValue(ctx, o, &t)
@@ -147,27 +147,38 @@ func beforeSync(ctx context.Context, chain *transforms.Chain, orders []platforms
 }
 
 // afterSyncPage runs the after_sync chain (loaded when nil) over the
-// orders the page (its external ids) created or updated and writes the
-// changed ones back in one statement. An order the page already wrote
-// back (a replayed page) is counted and not transformed again.
+// orders a grab-orders page (its external ids) created or updated.
 func (a *BridgeTaskActivities) afterSyncPage(ctx context.Context, orgID uuid.UUID, b store.Bridge, keys syncKeys, chain *transforms.Chain, externalIDs []string) (SyncCounts, error) {
-	var c SyncCounts
 	if chain == nil {
 		var err error
-		if chain, err = a.loadChain(ctx, orgID, b.ID, transforms.AfterSync); err != nil {
-			return c, err
+		if chain, err = loadChain(ctx, a.Transforms, orgID, b.ID, transforms.AfterSync); err != nil {
+			return SyncCounts{}, err
 		}
 	}
+	return afterSyncOrders(ctx, a.Store, orgID, chain, keys.activityID, externalIDs, BridgeTaskActorName, keys.metadata(b.ID, platforms.TaskGrabOrders))
+}
+
+// afterSyncOrders runs an after_sync chain over the orders that were just
+// created or updated from the platform orders externalIDs: those carrying
+// the "sync" activity activityID(ext, store.OrderSyncActivityType). The
+// changed ones are written back in one statement, each with the activity
+// activityID(ext, store.OrderTransformActivityType) (actorName, meta); an
+// order that already has it (a replayed attempt) is counted, not
+// transformed again. Failures are in the counts; err only for the
+// database or the context (retry).
+func afterSyncOrders(ctx context.Context, st *store.Store, orgID uuid.UUID, chain *transforms.Chain,
+	activityID func(ext, typ string) uuid.UUID, externalIDs []string, actorName string, meta map[string]any) (SyncCounts, error) {
+	var c SyncCounts
 	if chain.Empty() || len(externalIDs) == 0 {
 		return c, nil
 	}
 	syncIDs := make([]uuid.UUID, len(externalIDs))
 	markerIDs := make([]uuid.UUID, len(externalIDs))
 	for i, ext := range externalIDs {
-		syncIDs[i] = keys.syncActivityID(ext)
-		markerIDs[i] = keys.activityID(ext, store.OrderTransformActivityType)
+		syncIDs[i] = activityID(ext, store.OrderSyncActivityType)
+		markerIDs[i] = activityID(ext, store.OrderTransformActivityType)
 	}
-	list, err := store.SyncedOrders(ctx, a.Store.Pool, orgID, syncIDs, markerIDs)
+	list, err := store.SyncedOrders(ctx, st.Pool, orgID, syncIDs, markerIDs)
 	if err != nil {
 		return c, fmt.Errorf("read synced orders: %w", err)
 	}
@@ -177,7 +188,7 @@ func (a *BridgeTaskActivities) afterSyncPage(ctx context.Context, orgID uuid.UUI
 			c.AfterSyncWritten++
 			continue
 		}
-		heartbeat(ctx, keys.cursor)
+		heartbeat(ctx, transforms.AfterSync, so.ExternalID)
 		in, err := json.Marshal(afterSyncOrderOf(so.Order))
 		if err != nil {
 			return c, fmt.Errorf("encode order: %w", err)
@@ -202,11 +213,11 @@ func (a *BridgeTaskActivities) afterSyncPage(ctx context.Context, orgID uuid.UUI
 		for i, r := range results {
 			names[i] = r.Name
 		}
-		rw.ActivityID = keys.activityID(so.ExternalID, store.OrderTransformActivityType)
+		rw.ActivityID = activityID(so.ExternalID, store.OrderTransformActivityType)
 		rw.Description = fmt.Sprintf("Updated %s by after_sync transformation %s", strings.Join(rw.Fields, ", "), strings.Join(names, ", "))
 		rewrites = append(rewrites, *rw)
 	}
-	written, err := store.RewriteOrders(ctx, a.Store.Pool, orgID, rewrites, BridgeTaskActorName, keys.metadata(b.ID, platforms.TaskGrabOrders))
+	written, err := store.RewriteOrders(ctx, st.Pool, orgID, rewrites, actorName, meta)
 	if err != nil {
 		return c, fmt.Errorf("write back after_sync results: %w", err)
 	}

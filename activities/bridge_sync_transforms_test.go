@@ -116,6 +116,20 @@ func TestGrabOrdersAfterSyncWritesBackOncePerPage(t *testing.T) {
 		require.Equal(t, 1, n)
 	}
 
+	// An attempt that stored the page but died before its write-back: the
+	// retry writes the missing order back (simulated by undoing one).
+	o := f.storedOrder("5000")
+	_, err = f.st.Pool.Exec(ctx, `DELETE FROM order_activities WHERE order_id = $1 AND type = 'transform'`, o.ID)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `UPDATE orders SET metadata = '{}', tags = '{}' WHERE id = $1`, o.ID)
+	require.NoError(t, err)
+	third, err := f.acts.SyncPage(ctx, in)
+	require.NoError(t, err)
+	require.True(t, third.Replayed)
+	require.Equal(t, first.SyncCounts, third.SyncCounts)
+	require.Equal(t, []string{"synced"}, f.storedOrder("5000").Tags)
+	require.Equal(t, []string{"synced"}, f.storedOrder("5001").Tags)
+
 	// The rest of the sync: the other pages are written back too.
 	require.Equal(t, SyncCounts{Fetched: 3, Created: 3, AfterSyncWritten: 3}, f.grab(platforms.TaskGrabOrders))
 }

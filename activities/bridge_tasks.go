@@ -283,15 +283,15 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 		keys := a.syncKeys(ctx, execID, in.Cursor)
 		// The page's transformations, loaded once: before_sync reshapes
 		// each incoming order before it is stored.
-		before, err := a.loadChain(ctx, orgID, b.ID, transforms.BeforeSync)
+		before, err := loadChain(ctx, a.Transforms, orgID, b.ID, transforms.BeforeSync)
 		if err != nil {
 			return SyncPageResult{}, err
 		}
-		after, err := a.loadChain(ctx, orgID, b.ID, transforms.AfterSync)
+		after, err := loadChain(ctx, a.Transforms, orgID, b.ID, transforms.AfterSync)
 		if err != nil {
 			return SyncPageResult{}, err
 		}
-		orders, tfCounts, err := beforeSync(ctx, before, orders, in.Cursor)
+		orders, tfCounts, err := beforeSync(ctx, before, orders)
 		if err != nil {
 			return SyncPageResult{}, err
 		}
