@@ -149,3 +149,43 @@ func TestNoop(t *testing.T) {
 	require.Nil(t, res)
 	require.Equal(t, `{"x":1}`, string(out))
 }
+
+func TestLoadChainOnceAppliesLikeApply(t *testing.T) {
+	f := newFixture(t)
+	svc := transforms.New(f.s.Pool, nil)
+	ctx := t.Context()
+	f.add("global", transforms.BeforeSync, nil, 1, true, appendStep("global"))
+	f.add("bridge", transforms.BeforeSync, &f.bridge, 2, true, appendStep("bridge"))
+
+	chain, err := svc.Load(ctx, f.org, &f.bridge, transforms.BeforeSync)
+	require.NoError(t, err)
+	require.Equal(t, 2, chain.Len())
+	// Loaded once: a transformation added later is not in it.
+	f.add("later", transforms.BeforeSync, nil, 3, true, appendStep("later"))
+	out, results, err := chain.Apply(ctx, []byte(`{}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"steps": ["bridge", "global"]}`, string(out))
+	require.Len(t, results, 2)
+
+	var got struct {
+		Steps []string `json:"steps"`
+	}
+	_, err = chain.ApplyValue(ctx, map[string]any{"steps": []string{"in"}}, &got)
+	require.NoError(t, err)
+	require.Equal(t, []string{"in", "bridge", "global"}, got.Steps)
+
+	// Nothing to run: the empty chain, the Noop one and a nil one give the data back.
+	for _, c := range []*transforms.Chain{nil, {}} {
+		require.True(t, c.Empty())
+		out, res, err := c.Apply(ctx, []byte(`{"a":1}`))
+		require.NoError(t, err)
+		require.Nil(t, res)
+		require.Equal(t, `{"a":1}`, string(out))
+	}
+	empty, err := transforms.Noop{}.Load(ctx, f.org, nil, transforms.AfterSync)
+	require.NoError(t, err)
+	require.True(t, empty.Empty())
+	none, err := svc.Load(ctx, f.org, &f.bridge, transforms.AfterOperation)
+	require.NoError(t, err)
+	require.True(t, none.Empty())
+}
