@@ -239,3 +239,44 @@ func BenchmarkSyncPageTransforms(b *testing.B) {
 		})
 	}
 }
+
+func TestRewriteOrdersLeavesAnOrderEditedMeanwhile(t *testing.T) {
+	f, _ := transformFixture(t)
+	ctx := context.Background()
+	f.grab(platforms.TaskGrabOrders)
+	o := f.storedOrder("5000")
+	rw := store.OrderRewrite{OrderID: o.ID, ActivityID: uuid.New(), ReadAt: o.UpdatedAt, Status: "on_hold",
+		Metadata: json.RawMessage(`{"a": 1}`), Tags: []string{"x"}, Fields: []string{"status"}, Description: "d"}
+
+	// Edited after the transformation read it: the edit wins.
+	_, err := f.st.Pool.Exec(ctx, `UPDATE orders SET updated_at = updated_at + interval '1 second' WHERE id = $1`, o.ID)
+	require.NoError(t, err)
+	written, err := store.RewriteOrders(ctx, f.st.Pool, f.orgID, []store.OrderRewrite{rw}, "t", nil)
+	require.NoError(t, err)
+	require.Empty(t, written)
+	require.Equal(t, "confirmed", f.storedOrder("5000").Status)
+
+	// Read as it is: written once, with its activity; again: nothing.
+	rw.ReadAt = f.storedOrder("5000").UpdatedAt
+	for range 2 {
+		written, err = store.RewriteOrders(ctx, f.st.Pool, f.orgID, []store.OrderRewrite{rw}, "t", map[string]any{"k": "v"})
+		require.NoError(t, err)
+		rw.ReadAt = f.storedOrder("5000").UpdatedAt
+	}
+	got := f.storedOrder("5000")
+	require.Equal(t, "on_hold", got.Status)
+	require.Equal(t, []string{"x"}, got.Tags)
+	require.JSONEq(t, `{"a": 1}`, string(got.Metadata))
+	require.Nil(t, got.ShippingAddress, "a nil address clears it")
+	acts, err := store.OrderActivities(ctx, f.st.Pool, f.orgID, o.ID)
+	require.NoError(t, err)
+	var n int
+	for _, a := range acts {
+		if a.ID == rw.ActivityID {
+			n++
+			require.Equal(t, map[string]any{"k": "v", "fields": []any{"status"}}, a.Metadata)
+		}
+	}
+	require.Equal(t, 1, n)
+	require.Empty(t, written, "the second write is refused by its recorded activity")
+}
