@@ -159,7 +159,10 @@ type Error struct {
 	Code       string
 	Message    string
 	Retryable  bool
-	cause      error
+	// Field names the bridge config key an invalid_config error is about
+	// ("shopDomain"), when it is about one.
+	Field string
+	cause error
 }
 
 // Error implements error.

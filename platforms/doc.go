@@ -9,21 +9,22 @@
 // non-retryable cases callers act on; Error.Retryable (or IsRetryable) tells
 // whether a retry may help (network errors, 429, 5xx).
 //
-// NewSandboxConnector talks to the built-in sandbox platforms (package
-// sandboxapi) and is used for every bridge type while FOS_SANDBOX=1. With
-// FOS_SANDBOX=0, NewProductionRegistry holds each type's real connector, or
-// one that fails non-retryably with ErrNotAvailable while the type has none:
-// nothing then talks to the sandbox.
-//
-// NewStorefrontA, NewShippingHubA and NewStorefrontC speak the platforms'
-// own APIs (vendors/platforms/<type>): the REST Admin API, the hub's V1 API
-// and the V2/V3 Management API. Each takes the base URL that CONTRACT 8b's
-// FOS_STOREFRONT_A_URL, FOS_SHIPPING_HUB_A_URL and FOS_STOREFRONT_C_URL set
-// (APIURLsFromEnv; under FOS_SANDBOX=1 the sandbox stores of the same APIs
-// at <sandbox>/platforms/<type>), and implements, besides Connector, the
-// optional FulfillmentPusher, LocationLister, WebhookRegistrar and (the hub)
-// ShipmentLister. A 429 fails with a *RateLimitError carrying the wait the
-// platform asked for (errors.Is(err, ErrRateLimited), RetryAfter(err)); the
-// platforms' rate-limit headers pace later calls of the same shop or
-// account.
+// Every bridge type has one connector that speaks its platform's own API
+// (vendors/platforms/<type>): NewStorefrontA (REST Admin API),
+// NewShippingHubA (the hub's V1 API), NewStorefrontB (REST v3 under the
+// bridge's storeUrl), NewStorefrontC (V2/V3 Management API) and
+// NewMarketplaceA (selling-partner API with the refresh-token exchange).
+// NewAPIRegistry holds all five, pointed by APIURLs: CONTRACT 8b's
+// FOS_STOREFRONT_A_URL, FOS_SHIPPING_HUB_A_URL, FOS_STOREFRONT_C_URL,
+// FOS_MARKETPLACE_A_URL and FOS_MARKETPLACE_A_AUTH_URL (APIURLsFromEnv).
+// Under FOS_SANDBOX=1 each defaults to the built-in sandbox's store of the
+// same API at <sandbox>/platforms/<type> (SandboxURLs), so every sandbox
+// run exercises the production code; with FOS_SANDBOX=0 to the platforms'
+// real hosts, and nothing talks to the sandbox. Besides Connector they
+// implement the optional FulfillmentPusher, LocationLister (not
+// storefront_b), WebhookRegistrar (not marketplace_a) and (the hub)
+// ShipmentLister; Registry.CheckConfig applies their own config rules. A
+// 429 fails with a *RateLimitError carrying the wait the platform asked
+// for (errors.Is(err, ErrRateLimited), RetryAfter(err)); the platforms'
+// rate-limit headers pace later calls of the same shop or account.
 package platforms

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -265,6 +267,11 @@ func invalidConfig(msg string) *Error {
 	return &Error{Code: CodeInvalidConfig, Message: msg}
 }
 
+// invalidField is invalidConfig about one config key.
+func invalidField(field, msg string) *Error {
+	return &Error{Code: CodeInvalidConfig, Message: msg, Field: field}
+}
+
 // notFoundID is the error of an external id that cannot be a platform id.
 func notFoundID(id string) *Error {
 	return &Error{StatusCode: http.StatusNotFound, Code: CodeOrderNotFound, Message: "no order with id " + strconv.Quote(id)}
@@ -305,4 +312,140 @@ func joinURL(base, path string, q url.Values) string {
 		u += "?" + q.Encode()
 	}
 	return u
+}
+
+// DefaultHTTPTimeout bounds every platform call when the given client has
+// no timeout of its own.
+const DefaultHTTPTimeout = 20 * time.Second
+
+// maxResponseBytes caps a platform response body.
+const maxResponseBytes = 16 << 20
+
+// configString is a config value as a trimmed string ("" when absent).
+func configString(cfg map[string]any, key string) string {
+	s, _ := cfg[key].(string)
+	return strings.TrimSpace(s)
+}
+
+// statusError maps a platform's HTTP error answer to *Error.
+func statusError(status int, body []byte, orderLookup bool) *Error {
+	msg := errorMessage(body)
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	e := &Error{StatusCode: status, Message: msg}
+	switch {
+	case status == http.StatusNotFound && orderLookup:
+		e.Code = CodeOrderNotFound
+	case status == http.StatusNotFound:
+		e.Code = CodeNotFound
+	case status == http.StatusUnauthorized:
+		e.Code = CodeUnauthorized
+	case status == http.StatusForbidden:
+		e.Code = CodeForbidden
+	case status == http.StatusTooManyRequests:
+		e.Code, e.Retryable = CodeRateLimited, true
+	case status == http.StatusRequestTimeout:
+		e.Code, e.Retryable = CodePlatformUnavailable, true
+	case status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout:
+		e.Code, e.Retryable = CodePlatformUnavailable, true
+	case status >= 500:
+		e.Code, e.Retryable = CodePlatformError, true
+	default:
+		e.Code = CodePlatformError
+	}
+	return e
+}
+
+// errorMessage extracts a human message from the error bodies platforms
+// use: {"errors": "..."}, {"errors": {"field": ["..."]}}, {"errors":
+// [{"message": "..."}]}, [{"message": "..."}], {"message": "..."}.
+func errorMessage(body []byte) string {
+	var v any
+	if err := json.Unmarshal(bytes.TrimSpace(body), &v); err != nil {
+		s := strings.TrimSpace(string(body))
+		if len(s) > 200 {
+			s = s[:200]
+		}
+		return s
+	}
+	return messageOf(v)
+}
+
+func messageOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		var parts []string
+		for _, e := range x {
+			if m := messageOf(e); m != "" {
+				parts = append(parts, m)
+			}
+		}
+		return strings.Join(parts, "; ")
+	case map[string]any:
+		for _, k := range []string{"errors", "message", "Message", "error_description", "error", "title"} {
+			if e, ok := x[k]; ok {
+				if m := messageOf(e); m != "" {
+					return m
+				}
+			}
+		}
+		var parts []string
+		for _, k := range sortedKeys(x) {
+			if m := messageOf(x[k]); m != "" {
+				parts = append(parts, k+": "+m)
+			}
+		}
+		return strings.Join(parts, "; ")
+	}
+	return ""
+}
+
+func badResponse(msg string, cause error) *Error {
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	return &Error{StatusCode: http.StatusOK, Code: CodeBadResponse, Message: msg, cause: cause}
+}
+
+// flexFloat decodes a money amount given as a JSON string or number.
+type flexFloat float64
+
+func (f *flexFloat) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	if s == "" || s == "null" {
+		*f = 0
+		return nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("invalid amount %q", s)
+	}
+	*f = flexFloat(v)
+	return nil
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+func parseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
 }

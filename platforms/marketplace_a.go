@@ -145,16 +145,16 @@ func (c *MarketplaceA) seller(b Bridge) (marketplaceASeller, error) {
 		refreshToken:  configString(b.Config, "refreshToken"),
 	}
 	if s.clientID == "" || s.clientSecret == "" || s.refreshToken == "" {
-		return s, invalidConfig("bridge config is missing clientId, clientSecret or refreshToken")
+		return s, invalidField("refreshToken", "bridge config is missing clientId, clientSecret or refreshToken")
 	}
 	if s.marketplaceID == "" {
-		return s, invalidConfig("bridge config is missing marketplaceId")
+		return s, invalidField("marketplaceId", "bridge config is missing marketplaceId")
 	}
 	// The region is checked even when a base URL replaces the host, so a
 	// config that cannot work in production fails the same way anywhere.
 	host, ok := MarketplaceAHost(configString(b.Config, "region"), s.marketplaceID)
 	if !ok && (c.apiURL == "" || configString(b.Config, "region") != "") {
-		return s, invalidConfig("region must be na, eu or fe (or marketplaceId a known marketplace)")
+		return s, invalidField("region", "region must be na, eu or fe (or marketplaceId a known marketplace)")
 	}
 	s.host = firstNonEmpty(c.apiURL, host)
 	sum := sha256.Sum256([]byte(c.authURL + "\x00" + s.clientID + "\x00" + s.clientSecret + "\x00" + s.refreshToken))

@@ -78,7 +78,7 @@ func NewShippingHubA(baseURL string, client *http.Client, opts ...Option) *Shipp
 func (c *ShippingHubA) auth(b Bridge) (http.Header, error) {
 	key, secret := configString(b.Config, "apiKey"), configString(b.Config, "apiSecret")
 	if key == "" || secret == "" {
-		return nil, invalidConfig("bridge config is missing apiKey or apiSecret")
+		return nil, invalidField("apiKey", "bridge config is missing apiKey or apiSecret")
 	}
 	req := http.Request{Header: http.Header{}}
 	req.SetBasicAuth(key, secret)
@@ -564,7 +564,7 @@ func (c *ShippingHubA) RegisterWebhook(ctx context.Context, b Bridge, topic, add
 	if s := configString(b.Config, "storeId"); s != "" {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return Webhook{}, invalidConfig("storeId must be a number")
+			return Webhook{}, invalidField("storeId", "storeId must be a number")
 		}
 		store = &n
 	}

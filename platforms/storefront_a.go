@@ -81,21 +81,21 @@ func (c *StorefrontA) shop(b Bridge) (storefrontAShop, error) {
 	domain := strings.ToLower(configString(b.Config, "shopDomain"))
 	domain = strings.TrimRight(strings.TrimPrefix(strings.TrimPrefix(domain, "https://"), "http://"), "/")
 	if domain == "" {
-		return storefrontAShop{}, invalidConfig("bridge config is missing shopDomain")
+		return storefrontAShop{}, invalidField("shopDomain", "bridge config is missing shopDomain")
 	}
 	if (c.baseURL == "" && !hostnameRE.MatchString(domain)) || !shopNameRE.MatchString(domain) {
-		return storefrontAShop{}, invalidConfig("shopDomain is not a host name")
+		return storefrontAShop{}, invalidField("shopDomain", "shopDomain is not a host name")
 	}
 	token := configString(b.Config, "accessToken")
 	if token == "" {
-		return storefrontAShop{}, invalidConfig("bridge config is missing accessToken")
+		return storefrontAShop{}, invalidField("accessToken", "bridge config is missing accessToken")
 	}
 	version := configString(b.Config, "apiVersion")
 	if version == "" {
 		version = StorefrontADefaultAPIVersion
 	}
 	if !storefrontAVersionRE.MatchString(version) {
-		return storefrontAShop{}, invalidConfig("apiVersion must look like 2026-07")
+		return storefrontAShop{}, invalidField("apiVersion", "apiVersion must look like 2026-07")
 	}
 	h := http.Header{}
 	h.Set(StorefrontATokenHeader, token)
@@ -103,7 +103,7 @@ func (c *StorefrontA) shop(b Bridge) (storefrontAShop, error) {
 	if base == "" {
 		// The token only ever goes to the shop's platform host.
 		if !strings.HasSuffix(domain, ".myshopify.com") {
-			return storefrontAShop{}, invalidConfig("shopDomain must be the shop's .myshopify.com domain")
+			return storefrontAShop{}, invalidField("shopDomain", "shopDomain must be the shop's .myshopify.com domain")
 		}
 		base = "https://" + domain
 	} else {

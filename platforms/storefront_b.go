@@ -98,22 +98,22 @@ type storefrontBStore struct {
 func (c *StorefrontB) store(b Bridge) (storefrontBStore, error) {
 	raw := configString(b.Config, "storeUrl")
 	if raw == "" {
-		return storefrontBStore{}, invalidConfig("bridge config is missing storeUrl")
+		return storefrontBStore{}, invalidField("storeUrl", "bridge config is missing storeUrl")
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return storefrontBStore{}, invalidConfig("storeUrl must be an absolute https:// URL of the store")
+		return storefrontBStore{}, invalidField("storeUrl", "storeUrl must be an absolute https:// URL of the store")
 	}
 	path := strings.TrimRight(u.EscapedPath(), "/")
 	if strings.Contains(path+"/", "/../") || strings.Contains(path+"/", "/./") {
-		return storefrontBStore{}, invalidConfig("storeUrl must not contain . or .. path segments")
+		return storefrontBStore{}, invalidField("storeUrl", "storeUrl must not contain . or .. path segments")
 	}
 	// A storeUrl pasted with the API root is the store itself.
 	path = strings.TrimSuffix(path, StorefrontBAPIRoot)
 	path = strings.TrimSuffix(path, "/wp-json")
 	key, secret := configString(b.Config, "consumerKey"), configString(b.Config, "consumerSecret")
 	if key == "" || secret == "" {
-		return storefrontBStore{}, invalidConfig("bridge config is missing consumerKey or consumerSecret")
+		return storefrontBStore{}, invalidField("consumerKey", "bridge config is missing consumerKey or consumerSecret")
 	}
 	req := http.Request{Header: http.Header{}}
 	req.SetBasicAuth(key, secret)
@@ -124,7 +124,7 @@ func (c *StorefrontB) store(b Bridge) (storefrontBStore, error) {
 	case u.Scheme != "https":
 		// Basic over plain HTTP would expose the secret; the platform
 		// itself only accepts OAuth 1.0a signatures there.
-		return storefrontBStore{}, invalidConfig("storeUrl must use https:// (the consumer secret is never sent over plain HTTP)")
+		return storefrontBStore{}, invalidField("storeUrl", "storeUrl must use https:// (the consumer secret is never sent over plain HTTP)")
 	default:
 		base = "https://" + strings.ToLower(u.Host) + path
 	}

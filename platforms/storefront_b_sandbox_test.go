@@ -171,7 +171,7 @@ func TestStorefrontBSandboxFailAndRateLimit(t *testing.T) {
 	assert.Len(t, orders, 100)
 	assert.NotEmpty(t, next)
 
-	// The page headers, and the legacy sandbox routes under the same prefix.
+	// The page headers.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/platforms/storefront_b/x.example.com/wp-json/wc/v3/orders?per_page=7", nil)
 	req.SetBasicAuth("ck", "cs")
 	resp, err := srv.Client().Do(req)
@@ -180,9 +180,6 @@ func TestStorefrontBSandboxFailAndRateLimit(t *testing.T) {
 	assert.Equal(t, "300", resp.Header.Get("X-WP-Total"))
 	assert.Equal(t, "43", resp.Header.Get("X-WP-TotalPages"))
 	assert.Contains(t, resp.Header.Get("Link"), `rel="next"`)
-	legacy, _, err := platforms.NewSandboxConnector(srv.URL, srv.Client()).ListOrders(ctx, bridgeOf("storefront_b"), time.Time{}, "")
-	require.NoError(t, err)
-	assert.NotEmpty(t, legacy)
 
 	bulk, pages := listAll(t, c, sfbBridge("storeUrl", "https://bulk-1200.example.com"), time.Time{})
 	assert.Len(t, bulk, 1200)

@@ -81,11 +81,11 @@ type storefrontCStore struct {
 func (c *StorefrontC) store(b Bridge) (storefrontCStore, error) {
 	hash := configString(b.Config, "storeHash")
 	if !storeHashRE.MatchString(hash) {
-		return storefrontCStore{}, invalidConfig("bridge config is missing storeHash or it is malformed")
+		return storefrontCStore{}, invalidField("storeHash", "bridge config is missing storeHash or it is malformed")
 	}
 	token := configString(b.Config, "accessToken")
 	if token == "" {
-		return storefrontCStore{}, invalidConfig("bridge config is missing accessToken")
+		return storefrontCStore{}, invalidField("accessToken", "bridge config is missing accessToken")
 	}
 	h := http.Header{}
 	h.Set(StorefrontCTokenHeader, token)

@@ -138,9 +138,4 @@ func TestStorefrontCSandboxFailAndRateLimit(t *testing.T) {
 	locs, err := c.ListLocations(ctx, b)
 	require.NoError(t, err)
 	assert.Len(t, locs, 2)
-
-	// The legacy sandbox routes under the same prefix still answer.
-	legacy, _, err := platforms.NewSandboxConnector(srv.URL, srv.Client()).ListOrders(ctx, sfcBridge(), time.Time{}, "")
-	require.NoError(t, err)
-	assert.NotEmpty(t, legacy)
 }

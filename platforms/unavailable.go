@@ -15,9 +15,9 @@ const CodeNotAvailable = "not_available"
 // type has no real connector yet (FOS_SANDBOX=0). Not retryable.
 var ErrNotAvailable = errors.New("platforms: connector not available")
 
-// unavailableConnector stands in for a bridge type's real connector until
-// it exists: every call fails at once, non-retryably, without a network
-// call (CONTRACT 8b: with FOS_SANDBOX=0 nothing talks to the sandbox).
+// unavailableConnector stands in for a bridge type's connector where it
+// has none: every call fails at once, non-retryably, without a network
+// call.
 type unavailableConnector struct{ bridgeType string }
 
 func (c unavailableConnector) err() error {
@@ -42,15 +42,4 @@ func (c unavailableConnector) ListOrders(context.Context, Bridge, time.Time, str
 // matching ErrNotAvailable.
 func NewUnavailableConnector(bridgeType string) Connector {
 	return unavailableConnector{bridgeType: bridgeType}
-}
-
-// NewProductionRegistry returns the registry used with FOS_SANDBOX=0: each
-// bridge type's real connector, or NewUnavailableConnector while it has
-// none (today: every type). It never talks to the sandbox.
-func NewProductionRegistry() *Registry {
-	r := NewRegistry()
-	for _, t := range Types() {
-		r.Register(t.Slug, NewUnavailableConnector(t.Slug))
-	}
-	return r
 }
