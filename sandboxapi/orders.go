@@ -9,21 +9,6 @@ import (
 	"time"
 )
 
-// CatalogSize is the number of orders every sandbox store holds.
-const CatalogSize = 25
-
-// OrderIDs returns the external ids of a store's catalog, in catalog order
-// (order numbers #1001, #1002, ...). store is the store key as it appears in
-// the URL (see the package comment).
-func OrderIDs(bridgeType, store string) []string {
-	orders := storeOrders(bridgeType, store)
-	out := make([]string, len(orders))
-	for i, o := range orders {
-		out[i] = strconv.FormatInt(o.ID, 10)
-	}
-	return out
-}
-
 // order is the sandbox order payload, shaped like the storefront_a REST order.
 type order struct {
 	ID                 int64          `json:"id"`
@@ -298,24 +283,6 @@ func cents(v int64) string {
 func ts(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 func strPtr(s string) *string { return &s }
-
-// storeOrders builds the store's catalog, in order-number order.
-func storeOrders(bridgeType, store string) []order {
-	seed := storeSeed(bridgeType, store)
-	base := rng{s: seed}
-	baseID := int64(4_000_000_000 + base.next()%1_000_000_000)
-	clock := time.Date(2025, time.November, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(base.intn(240)) * time.Hour)
-	scen := scenarios()
-	firstScenario := base.intn(len(scen))
-
-	out := make([]order, 0, CatalogSize)
-	for i := 0; i < CatalogSize; i++ {
-		r := rng{s: seed ^ (uint64(i+1) * 0xd1b54a32d192ed03)}
-		clock = clock.Add(4*time.Hour + time.Duration(r.intn(20*60))*time.Minute)
-		out = append(out, buildOrder(&r, i, baseID, clock, scen[(firstScenario+i)%len(scen)]))
-	}
-	return out
-}
 
 func buildOrder(r *rng, i int, baseID int64, created time.Time, sc scenario) order {
 	id := baseID + int64(i)*7919

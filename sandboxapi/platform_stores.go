@@ -45,8 +45,9 @@ func StoreOrderCount(identity string) int {
 	return StoreSize
 }
 
-// generateOrders builds n orders for a store the way storeOrders does for
-// the legacy catalog (the first CatalogSize are the same orders).
+// generateOrders builds the n orders of a store, derived from a hash of
+// the type and the store's identity: the same store always yields the same
+// orders, and a store's first orders do not depend on n (below 1,000).
 func generateOrders(bridgeType, store string, n int) []order {
 	seed := storeSeed(bridgeType, store)
 	base := rng{s: seed}

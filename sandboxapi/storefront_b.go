@@ -1,7 +1,6 @@
 package sandboxapi
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -242,17 +241,14 @@ type wcWebhook struct {
 	Links           map[string][]wcLink `json:"_links"`
 }
 
-// mountStorefrontB serves the storefront_b sandbox below prefix; requests
-// that are not wc/v3 calls go on to the legacy platform routes.
+// mountStorefrontB serves the storefront_b sandbox below prefix.
 func mountStorefrontB(r chi.Router, prefix string) {
 	s := &wcSandbox{now: time.Now}
-	legacy := http.StripPrefix("/platforms", platformsRouter())
 	r.Handle(prefix+"/*", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rest := strings.TrimPrefix(req.URL.Path, prefix)
 		i := strings.Index(rest, wcAPIRoot+"/")
 		if i <= 1 {
-			// Not a wc/v3 call: route afresh in the legacy router.
-			legacy.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, nil)))
+			wcError(w, http.StatusNotFound, "rest_no_route", "No route was found matching the URL and request method.")
 			return
 		}
 		store := strings.ToLower(strings.Trim(rest[:i], "/"))
