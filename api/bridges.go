@@ -185,6 +185,7 @@ func (s *Server) createBridge(w http.ResponseWriter, r *http.Request) error {
 				v.add("config."+k, "is required")
 			}
 		}
+		s.checkConnectorConfig(&v, *req.Type, cfg)
 	}
 	if err := v.err(); err != nil {
 		return err
@@ -230,6 +231,18 @@ func (s *Server) checkURLFields(v *validator, bridgeType string, cfg map[string]
 			v.add("config."+f.Key, err.Error())
 		}
 	}
+}
+
+// checkConnectorConfig applies the bridge type's connector's own rules to
+// a complete config that passed the catalog's (storefront_a's shop must be
+// a .myshopify.com domain unless FOS_STOREFRONT_A_URL is set, storefront_b's
+// storeUrl https:// outside the sandbox, ...), so a bridge that could never
+// reach its platform is refused with the field named.
+func (s *Server) checkConnectorConfig(v *validator, bridgeType string, cfg map[string]any) {
+	if s.platforms == nil || !v.ok() {
+		return
+	}
+	addConfigErrors(v, s.platforms.CheckConfig(bridgeType, cfg))
 }
 
 func hasDetail(details []FieldError, field string) bool {
@@ -297,6 +310,7 @@ func (s *Server) updateBridge(w http.ResponseWriter, r *http.Request) error {
 					v.add("config."+k, "is required")
 				}
 			}
+			s.checkConnectorConfig(&v, b.Type, full)
 			if v.ok() {
 				patch.Config, patch.Credentials, err = store.SplitBridgeConfig(s.secrets, store.BridgeCredentialsAD(b.OrganizationID, b.ID), b.Type, full)
 				if err != nil {

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/platforms"
 )
 
 // storefront_b's storeUrl is tenant-supplied: it must be an absolute
@@ -53,4 +55,52 @@ func TestBridgeStoreURLGuard(t *testing.T) {
 	res = dev.do(devOwner.caller, "POST", "/api/v1/bridges", map[string]any{"type": "storefront_b", "name": "wp",
 		"config": map[string]any{"storeUrl": "not a url", "consumerKey": "ck", "consumerSecret": "cs"}})
 	requireError(t, res, 400, "validation_error")
+}
+
+// A bridge config is checked against its connector's own rules, which
+// depend on where the connectors point: outside the sandbox storefront_b's
+// storeUrl must be https:// and storefront_a's shopDomain a .myshopify.com
+// domain unless FOS_STOREFRONT_A_URL replaces the shop's host.
+func TestBridgeConfigMatchesTheConnector(t *testing.T) {
+	prod := func(env map[string]string) func(*Deps) {
+		return func(d *Deps) {
+			d.Platforms = platforms.NewAPIRegistry(platforms.APIURLsFromEnv(func(k string) string { return env[k] }, false, ""), nil, nil)
+		}
+	}
+	e := newEnv(t, prod(nil))
+	owner := e.signup()
+	create := func(e *testEnv, caller caller, typ string, cfg map[string]any) *response {
+		return e.do(caller, "POST", "/api/v1/bridges", map[string]any{"type": typ, "name": "b", "config": cfg})
+	}
+
+	res := create(e, owner.caller, "storefront_b", map[string]any{"storeUrl": "http://shop.example.com", "consumerKey": "ck", "consumerSecret": "cs"})
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []string{"config.storeUrl"}, bridgeErrFields(t, res))
+	require.Contains(t, res.Body["error"].(map[string]any)["details"].([]any)[0].(map[string]any)["message"], "https://")
+
+	res = create(e, owner.caller, "storefront_a", map[string]any{"shopDomain": "shop.example.com", "accessToken": "shpat_x"})
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []string{"config.shopDomain"}, bridgeErrFields(t, res))
+	res = create(e, owner.caller, "storefront_a", map[string]any{"shopDomain": "shop.myshopify.com", "accessToken": "shpat_x", "apiVersion": "latest"})
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []string{"config.apiVersion"}, bridgeErrFields(t, res))
+	res = create(e, owner.caller, "storefront_a", map[string]any{"shopDomain": "shop.myshopify.com", "accessToken": "shpat_x"})
+	require.Equal(t, 201, res.Code, "%s", res.Raw)
+	id := res.data()["id"].(string)
+	res = e.do(owner.caller, "PATCH", "/api/v1/bridges/"+id, map[string]any{"config": map[string]any{"shopDomain": "shop.example.com"}})
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []string{"config.shopDomain"}, bridgeErrFields(t, res))
+
+	res = create(e, owner.caller, "marketplace_a", map[string]any{"sellerId": "S1", "refreshToken": "Atzr|x", "clientId": "c", "clientSecret": "s", "marketplaceId": "NOPE"})
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []string{"config.region"}, bridgeErrFields(t, res))
+	res = create(e, owner.caller, "storefront_c", map[string]any{"storeHash": "a b", "accessToken": "t"})
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []string{"config.storeHash"}, bridgeErrFields(t, res))
+
+	// FOS_STOREFRONT_A_URL set: the domain only names the shop.
+	pointed := newEnv(t, prod(map[string]string{platforms.EnvStorefrontAURL: "https://shops.internal"}))
+	po := pointed.signup()
+	res = create(pointed, po.caller, "storefront_a", map[string]any{"shopDomain": "shop.example.com", "accessToken": "shpat_x"})
+	require.Equal(t, 201, res.Code, "%s", res.Raw)
 }

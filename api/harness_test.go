@@ -18,6 +18,7 @@ import (
 
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store/storetest"
 )
@@ -51,6 +52,8 @@ func newEnv(t testing.TB, opts ...func(*Deps)) *testEnv {
 		Mailer:        mb,
 		Mailbox:       mb,
 		BaseURL:       "http://fos.test",
+		// The connectors as under FOS_SANDBOX=1 (the API never dials them).
+		Platforms: platforms.NewAPIRegistry(platforms.SandboxURLs("http://sandbox.test"), nil, nil),
 	}
 	for _, o := range opts {
 		o(&d)

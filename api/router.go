@@ -18,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/sandbox"
@@ -70,6 +71,9 @@ type Deps struct {
 	IdempotencyLease time.Duration
 	// Sandbox runs transformation code (nil: sandbox defaults).
 	Sandbox *sandbox.Sandbox
+	// Platforms are the bridge types' connectors (the worker's); a bridge
+	// config is checked against its connector's rules (nil: not checked).
+	Platforms *platforms.Registry
 }
 
 // Server holds the handlers' dependencies.
@@ -102,6 +106,7 @@ type Server struct {
 	// idempotencyLease: see Deps.IdempotencyLease.
 	idempotencyLease time.Duration
 	sandbox          *sandbox.Sandbox
+	platforms        *platforms.Registry
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -122,6 +127,7 @@ func NewRouter(d Deps) http.Handler {
 	}
 	s.rateTimeout = d.RateTimeout
 	s.sandbox = d.Sandbox
+	s.platforms = d.Platforms
 	if s.rateTimeout <= 0 {
 		s.rateTimeout = rating.DefaultTimeout
 	}

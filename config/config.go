@@ -57,6 +57,8 @@ type Config struct {
 	// a missing one defaults to the sandbox prefix under Sandbox, else to
 	// the vendor's real host (see urls.go).
 	CarrierURLs map[string]string
+	// PlatformURLs holds the set PlatformURLVars, the same way.
+	PlatformURLs map[string]string
 	// AllowPrivateURLs lets tenant-supplied URLs reach loopback, private,
 	// link-local and metadata addresses (FOS_ALLOW_PRIVATE_URLS; default
 	// only under `fos dev`).

@@ -122,6 +122,34 @@ func TestCarrierURLs(t *testing.T) {
 	require.True(t, c.Sandbox)
 }
 
+func TestPlatformURLs(t *testing.T) {
+	base := map[string]string{
+		"DATABASE_URL": "postgres://fos@db:5432/fos", "TEMPORAL_ADDRESS": "temporal:7233",
+		"FOS_ENCRYPTION_KEY": b64(random(32)), "FOS_JWT_SECRET": b64(random(48)),
+		"FOS_SANDBOX_URL": "http://sandbox:8089",
+	}
+	with := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return env(m)
+	}
+	c, err := Load(ModeServe, with("FOS_STOREFRONT_A_URL", "https://shops.internal/", "FOS_MARKETPLACE_A_AUTH_URL", "https://lwa.internal"))
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"FOS_STOREFRONT_A_URL": "https://shops.internal", "FOS_MARKETPLACE_A_AUTH_URL": "https://lwa.internal"}, c.PlatformURLs)
+	require.Empty(t, c.CarrierURLs)
+	for _, k := range PlatformURLVars {
+		_, err := Load(ModeServe, with(k, "shops.internal"))
+		require.ErrorContains(t, err, k+"=")
+		_, err = Load(ModeServe, with(k, "http://sandbox:8089/platforms/x"))
+		require.ErrorContains(t, err, "points at the sandbox", "with FOS_SANDBOX=0 no platform URL may point at the sandbox")
+	}
+}
+
 func TestAllowPrivateURLs(t *testing.T) {
 	c, err := Load(ModeDev, env(nil))
 	require.NoError(t, err)

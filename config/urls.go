@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -15,12 +16,22 @@ var CarrierURLVars = []string{
 	"FOS_CARRIER_C_URL",
 }
 
-// loadURLs reads CarrierURLVars into c.CarrierURLs (set values only,
-// trailing slash trimmed) and FOS_ALLOW_PRIVATE_URLS, one line per problem.
+// PlatformURLVars are the variables that point a platform connector at a
+// server (CONTRACT 8b; platforms.APIURLsFromEnv reads them from
+// PlatformURLs). storefront_b has none: its storeUrl is its base.
+var PlatformURLVars = []string{
+	"FOS_STOREFRONT_A_URL", "FOS_SHIPPING_HUB_A_URL", "FOS_STOREFRONT_C_URL",
+	"FOS_MARKETPLACE_A_URL", "FOS_MARKETPLACE_A_AUTH_URL",
+}
+
+// loadURLs reads CarrierURLVars into c.CarrierURLs and PlatformURLVars
+// into c.PlatformURLs (set values only, trailing slash trimmed) and
+// FOS_ALLOW_PRIVATE_URLS, one line per problem.
 func loadURLs(c *Config, get func(k, def string) string, dev bool) Problems {
 	var p Problems
 	c.CarrierURLs = map[string]string{}
-	for _, k := range CarrierURLVars {
+	c.PlatformURLs = map[string]string{}
+	for _, k := range append(append([]string(nil), CarrierURLVars...), PlatformURLVars...) {
 		v := get(k, "")
 		if v == "" {
 			continue
@@ -34,7 +45,11 @@ func loadURLs(c *Config, get func(k, def string) string, dev bool) Problems {
 			p = append(p, fmt.Sprintf("%s=%q points at the sandbox (FOS_SANDBOX_URL) while FOS_SANDBOX=0; nothing may talk to the sandbox in production", k, v))
 			continue
 		}
-		c.CarrierURLs[k] = v
+		if slices.Contains(PlatformURLVars, k) {
+			c.PlatformURLs[k] = v
+		} else {
+			c.CarrierURLs[k] = v
+		}
 	}
 	switch v := get("FOS_ALLOW_PRIVATE_URLS", map[bool]string{true: "1", false: "0"}[dev]); v {
 	case "1", "true":

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -17,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
 	"github.com/fos-dev/fos/payloadcodec"
+	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
@@ -33,6 +35,16 @@ type services struct {
 	// the same keys); stopMetrics ends the metrics listener.
 	codec       *payloadcodec.Codec
 	stopMetrics func()
+
+	platformsOnce sync.Once
+	platforms     *platforms.Registry
+}
+
+// platformRegistry is the process's one platform registry (its connectors
+// keep access tokens and rate-limit pacing), built on first use.
+func (s *services) platformRegistry() *platforms.Registry {
+	s.platformsOnce.Do(func() { s.platforms = platformRegistry(s.cfg) })
+	return s.platforms
 }
 
 func (s *services) close() {
@@ -106,6 +118,7 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		Tokens:      auth.Tokens{Secret: []byte(svc.cfg.JWTSecret), TTL: svc.cfg.TokenTTL},
 		Secrets:     svc.secrets,
 		Carriers:    carrierRegistry(svc.cfg),
+		Platforms:   svc.platformRegistry(),
 		RateTimeout: svc.cfg.RateTimeout,
 		Temporal:    svc.temporal,
 		TaskQueue:   svc.cfg.TaskQueue,

@@ -157,7 +157,7 @@ func newWorkers(svc *services) *workers {
 	deps := worker.Deps{
 		Store:     svc.store,
 		Secrets:   svc.secrets,
-		Platforms: platformRegistry(svc.cfg, svc.log),
+		Platforms: svc.platformRegistry(),
 		Carriers:  carrierRegistry(svc.cfg),
 		Logger:    svc.log,
 		// The reconciler restarts bulk work where the API starts it.

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/netguard"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/worker"
 )
@@ -32,17 +32,26 @@ func runWorker(ctx context.Context) error {
 	return newWorkers(svc).run(ctx)
 }
 
-// platformRegistry picks the platform connectors: the sandbox under
-// FOS_SANDBOX=1; otherwise each bridge type's real connector, or, while a
-// type has none, one whose tasks fail non-retryably as "not available".
-// With FOS_SANDBOX=0 nothing talks to the sandbox (CONTRACT 8b).
-func platformRegistry(cfg config.Config, log *slog.Logger) *platforms.Registry {
-	if !cfg.Sandbox {
-		reg := platforms.NewProductionRegistry()
-		log.Info("FOS_SANDBOX=0: bridge types without a real connector fail their tasks as not available", "bridge_types", reg.Types())
-		return reg
+// platformRegistry builds the platform connectors, one per bridge type,
+// each speaking its platform's own API: at the real hosts, or at the
+// built-in sandbox's stores under FOS_SANDBOX=1, each replaceable by its
+// CONTRACT 8b variable (FOS_STOREFRONT_A_URL, ...). storefront_b's
+// tenant-supplied storeUrl is dialed through the SSRF guard (netguard)
+// unless FOS_ALLOW_PRIVATE_URLS; under the sandbox it only names the store
+// below the sandbox prefix. With FOS_SANDBOX=0 nothing talks to the sandbox.
+// The worker and the API share one.
+func platformRegistry(cfg config.Config) *platforms.Registry {
+	sandboxURL := ""
+	if cfg.Sandbox {
+		sandboxURL = cfg.SandboxURL
 	}
-	return platforms.NewSandboxRegistry(cfg.SandboxURL, &http.Client{Timeout: 30 * time.Second})
+	urls := platforms.APIURLsFromEnv(func(k string) string { return cfg.PlatformURLs[k] }, cfg.Sandbox, sandboxURL)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	storeClient := hc
+	if !cfg.Sandbox {
+		storeClient = netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivateURLs})
+	}
+	return platforms.NewAPIRegistry(urls, hc, storeClient)
 }
 
 // ensureSchedules creates or updates the Temporal Schedules the service
