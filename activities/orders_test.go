@@ -46,7 +46,7 @@ func newFixture(t *testing.T, creds map[string]any) *fixture {
 	t.Cleanup(sb.Close)
 	f := &fixture{
 		t: t, st: st, box: box, sandbox: sb,
-		acts:     &OrderActivities{Store: st, Secrets: box, Platforms: platforms.NewSandboxRegistry(sb.URL, sb.Client())},
+		acts:     &OrderActivities{Store: st, Secrets: box, Platforms: platforms.NewAPIRegistry(platforms.SandboxURLs(sb.URL), sb.Client(), nil)},
 		orgID:    uuid.New(),
 		bridgeID: uuid.New(),
 		shop:     "acme-" + uuid.NewString()[:8] + ".example.com",
@@ -65,9 +65,17 @@ func newFixture(t *testing.T, creds map[string]any) *fixture {
 	return f
 }
 
-// catalogID is the external id of the i-th order of the bridge's sandbox store.
+// catalogID is the external id of the i-th order of the bridge's sandbox
+// store (read through the connector).
 func (f *fixture) catalogID(i int) string {
-	return sandboxapi.OrderIDs(platforms.TypeStorefrontA, f.shop)[i]
+	f.t.Helper()
+	conn, err := f.acts.Platforms.Get(platforms.TypeStorefrontA)
+	require.NoError(f.t, err)
+	orders, _, err := conn.ListOrders(context.Background(), platforms.Bridge{Type: platforms.TypeStorefrontA,
+		Config: map[string]any{"shopDomain": f.shop, "accessToken": "shpat_test"}}, time.Time{}, "")
+	require.NoError(f.t, err)
+	require.Greater(f.t, len(orders), i)
+	return orders[i].ExternalID
 }
 
 // insertOrder inserts an order whose data deliberately differs from the
@@ -251,7 +259,7 @@ func TestResyncOrderInActivityEnvironment(t *testing.T) {
 }
 
 func TestResyncOrderRefusedCredentialsIsPermanent(t *testing.T) {
-	f := newFixture(t, map[string]any{"accessToken": platforms.SandboxFailValue})
+	f := newFixture(t, map[string]any{"accessToken": sandboxapi.FailValue})
 	orderID := f.insertOrder(f.catalogID(0))
 	_, err := f.acts.ResyncOrder(context.Background(), f.input(orderID, "run-1"))
 	appErr := requireAppError(t, err, ErrTypePlatformPermanent, true)
@@ -269,9 +277,12 @@ func TestResyncOrderUnknownExternalIDIsPermanent(t *testing.T) {
 }
 
 func TestResyncOrderPlatformDownIsRetryable(t *testing.T) {
-	f := newFixture(t, map[string]any{"accessToken": "tok", "webhookSecret": platforms.SandboxFailValue})
+	f := newFixture(t, nil)
 	orderID := f.insertOrder(f.catalogID(0))
-	_, err := f.acts.ResyncOrder(context.Background(), f.input(orderID, "run-1"))
+	// The sandbox answers a shop named sandbox-fail.… with a 503.
+	_, err := f.st.Pool.Exec(context.Background(), `UPDATE bridges SET config = '{"shopDomain": "sandbox-fail.example.com"}' WHERE id = $1`, f.bridgeID)
+	require.NoError(t, err)
+	_, err = f.acts.ResyncOrder(context.Background(), f.input(orderID, "run-1"))
 	requireAppError(t, err, ErrTypePlatformUnavailable, false)
 }
 
@@ -351,8 +362,9 @@ func TestResyncOrderConnectorNotAvailableIsPermanent(t *testing.T) {
 		sandboxCalls.Add(1)
 		inner.ServeHTTP(w, r)
 	})
-	f.acts.Platforms = platforms.NewProductionRegistry()
-	orderID := f.insertOrder(f.catalogID(0))
+	f.acts.Platforms = platforms.NewRegistry()
+	f.acts.Platforms.Register(platforms.TypeStorefrontA, platforms.NewUnavailableConnector(platforms.TypeStorefrontA))
+	orderID := f.insertOrder("1001")
 
 	_, err := f.acts.ResyncOrder(ctx, f.input(orderID, "run-1"))
 	appErr := requireAppError(t, err, ErrTypePlatformPermanent, true)

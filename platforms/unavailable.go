@@ -8,11 +8,11 @@ import (
 )
 
 // CodeNotAvailable is the *Error code of a bridge type that has no
-// connector outside the sandbox yet.
+// connector.
 const CodeNotAvailable = "not_available"
 
 // ErrNotAvailable matches (errors.Is) an *Error reporting that the bridge
-// type has no real connector yet (FOS_SANDBOX=0). Not retryable.
+// type has no connector. Not retryable.
 var ErrNotAvailable = errors.New("platforms: connector not available")
 
 // unavailableConnector stands in for a bridge type's connector where it
@@ -23,7 +23,7 @@ type unavailableConnector struct{ bridgeType string }
 func (c unavailableConnector) err() error {
 	return &Error{
 		Code:    CodeNotAvailable,
-		Message: fmt.Sprintf("the %s connector is not available yet outside the sandbox (FOS_SANDBOX=0)", c.bridgeType),
+		Message: fmt.Sprintf("the %s connector is not available", c.bridgeType),
 	}
 }
 
@@ -37,8 +37,8 @@ func (c unavailableConnector) ListOrders(context.Context, Bridge, time.Time, str
 	return nil, "", c.err()
 }
 
-// NewUnavailableConnector returns the connector of a bridge type that has
-// no real connector yet: every call fails with a non-retryable *Error
+
+
 // matching ErrNotAvailable.
 func NewUnavailableConnector(bridgeType string) Connector {
 	return unavailableConnector{bridgeType: bridgeType}
