@@ -37,9 +37,9 @@ func (c unavailableConnector) ListOrders(context.Context, Bridge, time.Time, str
 	return nil, "", c.err()
 }
 
-
-
-// matching ErrNotAvailable.
+// NewUnavailableConnector returns a stand-in for a bridge type that has no
+// connector: every call fails with a non-retryable *Error matching
+// ErrNotAvailable.
 func NewUnavailableConnector(bridgeType string) Connector {
 	return unavailableConnector{bridgeType: bridgeType}
 }
