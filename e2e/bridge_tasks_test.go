@@ -61,7 +61,7 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	execID := queued["id"].(string)
 	done := s.waitForExecution(key, execID)
 	require.Equal(t, "completed", done["status"], "%v", done)
-	n := len(sandboxapi.OrderIDs(platforms.TypeStorefrontA, shop))
+	n := sandboxapi.StoreOrderCount(shop)
 	require.Equal(t, map[string]any{"fetched": float64(n), "created": float64(n), "updated": float64(0), "unchanged": float64(0), "failed": float64(0)}, done["output"])
 	require.NotNil(t, done["startedAt"])
 	require.NotNil(t, done["finishedAt"])
@@ -93,7 +93,7 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 
 	// Warehouse sync: the locations when the connector lists them, else a
 	// clear refusal.
-	conn, err := platforms.NewSandboxRegistry(s.sandbox.URL, s.sandbox.Client()).Get(platforms.TypeStorefrontA)
+	conn, err := s.platforms.Get(platforms.TypeStorefrontA)
 	require.NoError(t, err)
 	code, out = s.call(key, "", "POST", "/api/v1/locations/sync/"+bridgeID, nil)
 	if _, ok := conn.(platforms.LocationLister); ok {

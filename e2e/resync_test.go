@@ -64,6 +64,8 @@ type stack struct {
 	store    *store.Store
 	box      *secrets.Box
 	reg      *carriers.Registry
+	// platforms are the connectors the worker and the API use.
+	platforms *platforms.Registry
 }
 
 // start runs the stack for a test or a benchmark; wrap may replace adapters
@@ -73,8 +75,8 @@ func start(t testing.TB, wrap ...func(*carriers.Registry) *carriers.Registry) *s
 	return startWith(t, nil, wrap...)
 }
 
-// startWith is start with the worker's platform connectors given (nil: the
-// sandbox's).
+// startWith is start with the platform connectors given (nil: every type's
+// real connector pointed at the sandbox's stores, as under FOS_SANDBOX=1).
 func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Registry) *carriers.Registry) *stack {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -108,7 +110,7 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
 
 	if plat == nil {
-		plat = platforms.NewSandboxRegistry(sb.URL, sb.Client())
+		plat = platforms.NewAPIRegistry(platforms.SandboxURLs(sb.URL), sb.Client(), nil)
 	}
 	deps := worker.Deps{
 		Store:     st,
@@ -137,9 +139,10 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 		BulkTaskQueue:     bulkTaskQueue,
 		TemporalNamespace: ts.GetDefaultNamespace(),
 		BaseURL:           "http://fos.test",
+		Platforms:         plat,
 	}))
 	t.Cleanup(srv.Close)
-	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, reg: reg}
+	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, reg: reg, platforms: plat}
 }
 
 // call sends a request to the API and decodes the JSON answer.
@@ -228,9 +231,13 @@ func TestOrderResyncEndToEnd(t *testing.T) {
 	}))
 	bridgeID := bridge["id"].(string)
 
-	// An order of the sandbox catalog, with deliberately different data.
-	catalog := sandboxapi.OrderIDs(platforms.TypeStorefrontA, shop)
-	ext := catalog[4]
+	// An order of the sandbox store, with deliberately different data.
+	conn, err := s.platforms.Get(platforms.TypeStorefrontA)
+	require.NoError(t, err)
+	shopBridge := platforms.Bridge{Type: platforms.TypeStorefrontA, Config: map[string]any{"shopDomain": shop, "accessToken": "shpat_e2e"}}
+	catalog, _, err := conn.ListOrders(ctx, shopBridge, time.Time{}, "")
+	require.NoError(t, err)
+	ext := catalog[4].ExternalID
 	order := data(s.mustCall(201, key, "POST", "/api/v1/orders", map[string]any{
 		"bridge_id":    bridgeID,
 		"external_id":  ext,
@@ -246,9 +253,7 @@ func TestOrderResyncEndToEnd(t *testing.T) {
 	orderID := order["id"].(string)
 
 	// What the platform holds.
-	conn, err := platforms.NewSandboxRegistry(s.sandbox.URL, s.sandbox.Client()).Get(platforms.TypeStorefrontA)
-	require.NoError(t, err)
-	want, err := conn.FetchOrder(ctx, platforms.Bridge{Type: platforms.TypeStorefrontA, Config: map[string]any{"shopDomain": shop, "accessToken": "shpat_e2e"}}, ext)
+	want, err := conn.FetchOrder(ctx, shopBridge, ext)
 	require.NoError(t, err)
 
 	// Resync: queued at once.

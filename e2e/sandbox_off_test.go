@@ -12,11 +12,13 @@ import (
 	"github.com/fos-dev/fos/platforms"
 )
 
-// With FOS_SANDBOX=0 a bridge type without its real connector fails its
-// resync at once: the OrderResync run fails after one attempt, the order
-// gets a sync_failed activity saying the connector is not available.
+// A bridge type without a connector fails its resync at once: the
+// OrderResync run fails after one attempt, the order gets a sync_failed
+// activity saying the connector is not available.
 func TestOrderResyncWithoutConnectorFailsClosed(t *testing.T) {
-	s := startWith(t, platforms.NewProductionRegistry())
+	reg := platforms.NewRegistry()
+	reg.Register(platforms.TypeStorefrontA, platforms.NewUnavailableConnector(platforms.TypeStorefrontA))
+	s := startWith(t, reg)
 	mail := "e2e-" + uuid.NewString()[:8] + "@example.com"
 	signup := data(s.mustCall(201, "", "POST", "/api/v1/auth/signup", map[string]any{
 		"email": mail, "password": "correct horse", "first_name": "Ada", "last_name": "Lovelace", "organization_name": "Prod Shop",
