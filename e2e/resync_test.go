@@ -140,6 +140,9 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 		TemporalNamespace: ts.GetDefaultNamespace(),
 		BaseURL:           "http://fos.test",
 		Platforms:         plat,
+		// As under fos dev: tenant URLs may name this machine (the test
+		// servers listen on loopback).
+		AllowPrivateURLs: true,
 	}))
 	t.Cleanup(srv.Close)
 	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, reg: reg, platforms: plat}
