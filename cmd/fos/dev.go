@@ -156,7 +156,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	var demo *seedResult
 	if *seed {
-		if demo, err = seedDemo(ctx, svc, deps); err != nil {
+		if demo, err = seedDemo(ctx, deps); err != nil {
 			return fmt.Errorf("seed: %w", err)
 		}
 	}

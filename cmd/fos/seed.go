@@ -66,9 +66,11 @@ func (c *seedClient) call(ctx context.Context, method, path string, body any, ou
 	return rec.Code, nil
 }
 
-// seedDemo creates (or reuses) the demo organization with sandbox bridges
-// and the sandbox store's orders, and a fresh API key with every scope.
-func seedDemo(ctx context.Context, svc *services, deps api.Deps) (*seedResult, error) {
+// seedDemo creates (or reuses) the demo organization with a warehouse,
+// carrier accounts and a bridge of each type on the sandbox (whose first
+// grab-orders imports the sandbox store's orders), and a fresh API key
+// with every scope.
+func seedDemo(ctx context.Context, deps api.Deps) (*seedResult, error) {
 	h := api.NewRouter(deps)
 	c := &seedClient{h: h}
 
@@ -118,63 +120,11 @@ func seedDemo(ctx context.Context, svc *services, deps api.Deps) (*seedResult, e
 		return nil, err
 	}
 
-	var bridges struct {
-		Data []struct {
-			ID     string         `json:"id"`
-			Type   string         `json:"type"`
-			Config map[string]any `json:"config"`
-		} `json:"data"`
-	}
-	if _, err := c.call(ctx, "GET", "/api/v1/bridges?limit=100", nil, &bridges); err != nil {
-		return nil, err
-	}
-	if len(bridges.Data) == 0 {
-		for _, b := range []map[string]any{
-			{"type": "storefront_a", "name": "Demo storefront", "config": map[string]any{"shopDomain": "demo-store.myshopify.com", "accessToken": "shpat_demo_token"}},
-			{"type": "shipping_hub_a", "name": "Demo shipping hub", "config": map[string]any{"apiKey": "demo-hub-key", "apiSecret": "demo-hub-secret"}},
-		} {
-			var created struct {
-				Data struct {
-					ID   string `json:"id"`
-					Type string `json:"type"`
-				} `json:"data"`
-			}
-			if _, err := c.call(ctx, "POST", "/api/v1/bridges", b, &created); err != nil {
-				return nil, err
-			}
-			bridges.Data = append(bridges.Data, struct {
-				ID     string         `json:"id"`
-				Type   string         `json:"type"`
-				Config map[string]any `json:"config"`
-			}{ID: created.Data.ID, Type: created.Data.Type, Config: b["config"].(map[string]any)})
-		}
-	}
-
 	if err := seedShipping(ctx, c); err != nil {
 		return nil, err
 	}
-
-	// Orders: the sandbox storefront's catalog, created through the API.
-	reg := platformRegistry(svc.cfg, svc.log)
-	for _, b := range bridges.Data {
-		if b.Type != platforms.TypeStorefrontA || b.Config["shopDomain"] == nil {
-			continue
-		}
-		conn, err := reg.Get(b.Type)
-		if err != nil {
-			return nil, err
-		}
-		cfg := map[string]any{"shopDomain": b.Config["shopDomain"], "accessToken": "shpat_demo_token"}
-		orders, _, err := conn.ListOrders(ctx, platforms.Bridge{Type: b.Type, Config: cfg}, time.Time{}, "")
-		if err != nil {
-			svc.log.Warn("seed: could not read the sandbox catalog; no demo orders", "error", err)
-			break
-		}
-		for _, o := range orders {
-			if _, err := c.call(ctx, "POST", "/api/v1/orders", orderCreateBody(b.ID, o), nil); err != nil {
-				return nil, err
-			}
-		}
+	if err := seedBridges(ctx, c); err != nil {
+		return nil, err
 	}
 	return &seedResult{OrgID: c.org, OrgName: demoOrgName, Email: demoEmail, Password: demoPassword, APIKey: key.Data.Key}, nil
 }
@@ -234,20 +184,75 @@ func seedShipping(ctx context.Context, c *seedClient) error {
 	return nil
 }
 
-// orderCreateBody maps a platform order onto the create-order request.
-func orderCreateBody(bridgeID string, o platforms.Order) map[string]any {
-	items := make([]map[string]any, 0, len(o.LineItems))
-	for _, li := range o.LineItems {
-		items = append(items, map[string]any{
-			"sku": li.SKU, "name": li.Name, "quantity": li.Quantity, "unitPrice": li.UnitPrice,
-			"totalPrice": li.TotalPrice, "requiresShipping": li.RequiresShipping, "taxable": li.Taxable,
-		})
+// demoBridges are the demo organization's bridges, one of each type, with
+// credentials the sandbox's stores accept (under FOS_SANDBOX=1 every
+// connector talks to the sandbox store of its platform's API; the
+// storefront_b storeUrl only names the store there).
+func demoBridges() []map[string]any {
+	return []map[string]any{
+		{"type": platforms.TypeStorefrontA, "name": "Demo storefront A", "config": map[string]any{
+			"shopDomain": "demo-store.myshopify.com", "accessToken": "shpat_demo_token"}},
+		{"type": platforms.TypeShippingHubA, "name": "Demo shipping hub", "config": map[string]any{
+			"apiKey": "demo-hub-key", "apiSecret": "demo-hub-secret"}},
+		{"type": platforms.TypeStorefrontB, "name": "Demo storefront B", "config": map[string]any{
+			"storeUrl": "https://demo-store.example.com", "consumerKey": "ck_demo", "consumerSecret": "cs_demo"}},
+		{"type": platforms.TypeStorefrontC, "name": "Demo storefront C", "config": map[string]any{
+			"storeHash": "demo123", "accessToken": "demo-storefront-c-token"}},
+		{"type": platforms.TypeMarketplaceA, "name": "Demo marketplace", "config": map[string]any{
+			"sellerId": "ADEMOSELLER", "refreshToken": "Atzr|demo-refresh-token", "clientId": "amzn1.application-oa2-client.demo",
+			"clientSecret": "demo-client-secret", "marketplaceId": "ATVPDKIKX0DER"}},
 	}
-	return map[string]any{
-		"bridge_id": bridgeID, "external_id": o.ExternalID, "order_number": o.OrderNumber,
-		"status": o.Status, "payment_status": o.PaymentStatus, "fulfillment_status": o.FulfillmentStatus,
-		"customer": o.Customer, "shipping_address": o.ShippingAddress, "billing_address": o.BillingAddress,
-		"line_items": items, "totals": o.Totals, "currency": o.Currency, "tags": o.Tags,
-		"source_data": o.SourceData, "ordered_at": o.OrderedAt,
+}
+
+// seedBridges creates the demo bridges the organization lacks (one per
+// type; existing ones are reused) and runs the first grab-orders of each
+// bridge that has never run a task, through the API, so the UI shows real
+// runs. The runs go on in the worker; seeding does not wait for them.
+func seedBridges(ctx context.Context, c *seedClient) error {
+	var bridges struct {
+		Data []struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+		} `json:"data"`
 	}
+	if _, err := c.call(ctx, "GET", "/api/v1/bridges?limit=100", nil, &bridges); err != nil {
+		return err
+	}
+	byType := map[string]string{}
+	for _, b := range bridges.Data {
+		if _, seen := byType[b.Type]; !seen {
+			byType[b.Type] = b.ID
+		}
+	}
+	for _, b := range demoBridges() {
+		typ := b["type"].(string)
+		if byType[typ] != "" {
+			continue
+		}
+		var created struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		if _, err := c.call(ctx, "POST", "/api/v1/bridges", b, &created); err != nil {
+			return err
+		}
+		byType[typ] = created.Data.ID
+	}
+	for _, b := range demoBridges() {
+		id := byType[b["type"].(string)]
+		var runs struct {
+			Data []json.RawMessage `json:"data"`
+		}
+		if _, err := c.call(ctx, "GET", "/api/v1/bridges/"+id+"/executions", nil, &runs); err != nil {
+			return err
+		}
+		if len(runs.Data) > 0 {
+			continue
+		}
+		if _, err := c.call(ctx, "POST", "/api/v1/bridges/"+id+"/tasks/"+platforms.TaskGrabOrders+"/run", nil, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
