@@ -169,8 +169,8 @@ type mpaConfirmation struct {
 }
 
 // mountMarketplaceA serves the marketplace_a sandbox API under prefix and
-// its token host under authPrefix. Routes are registered one by one, so
-// the legacy /platforms/{type}/stores/... routes keep working.
+// its token host under authPrefix (below prefix by default). Routes are
+// registered one by one, so the two may share a prefix.
 func mountMarketplaceA(r chi.Router, prefix, authPrefix string) {
 	s := &mpaSandbox{now: time.Now}
 	r.Post(authPrefix+"/auth/o2/token", s.token)

@@ -264,8 +264,8 @@ type hubWebhook struct {
 }
 
 // mountShippingHubA serves the shipping_hub_a sandbox under prefix. The
-// routes are registered one by one (not mounted), so the legacy
-// /platforms/{type}/stores/... routes below the same prefix keep working.
+// routes are registered one by one (not mounted), so other routes may
+// share the prefix.
 func mountShippingHubA(r chi.Router, prefix string) {
 	s := &hubSandbox{now: time.Now}
 	r.Group(func(g chi.Router) {

@@ -41,8 +41,8 @@ import (
 // whose first host label is "sandbox-fail", or a query value
 // "sandbox-fail", is 503; a consumer key "sandbox-ratelimit" makes every
 // other call a 429 with Retry-After: 1 (the platform documents no limit;
-// the host's limiter answers so). Paths outside wc/v3 fall through to the
-// legacy /platforms/{type}/stores/... routes.
+// the host's limiter answers so). Paths outside wc/v3 are the platform's
+// 404 rest_no_route.
 
 const (
 	wcAPIRoot        = "/wp-json/wc/v3"

@@ -118,8 +118,7 @@ type sfcHook struct {
 }
 
 // mountStorefrontC serves the storefront_c sandbox under prefix (routes
-// registered one by one, so the legacy /stores/{store}/orders routes of the
-// same prefix keep working).
+// registered one by one, so other routes may share the prefix).
 func mountStorefrontC(r chi.Router, prefix string) {
 	s := &sfcSandbox{now: time.Now}
 	v2 := prefix + "/stores/{storeHash}/v2"
