@@ -1,14 +1,15 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/platforms"
-	"github.com/fos-dev/fos/sandboxapi"
 )
 
 // TestTransformationsAroundGrabOrders: transformations created through
@@ -28,13 +29,18 @@ func TestTransformationsAroundGrabOrders(t *testing.T) {
 	require.Equal(t, 201, code, "%v", out)
 	key := data(out)["key"].(string)
 
-	shop := "tf-" + uuid.NewString()[:8] + ".example.com"
+	// A sandbox store of 25 orders (bulk-N names its size).
+	shop := "bulk-25-tf-" + uuid.NewString()[:8] + ".example.com"
 	bridgeID := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
 		"type": "storefront_a", "name": "Sandbox shop", "config": map[string]any{"shopDomain": shop, "accessToken": "shpat_e2e"},
 	}))["id"].(string)
-	ids := sandboxapi.OrderIDs(platforms.TypeStorefrontA, shop)
-	require.NotEmpty(t, ids)
-	bad := ids[0]
+	conn, err := s.platforms.Get(platforms.TypeStorefrontA)
+	require.NoError(t, err)
+	ids, _, err := conn.ListOrders(context.Background(), platforms.Bridge{Type: platforms.TypeStorefrontA,
+		Config: map[string]any{"shopDomain": shop, "accessToken": "shpat_e2e"}}, time.Time{}, "")
+	require.NoError(t, err)
+	require.Len(t, ids, 25)
+	bad := ids[0].ExternalID
 
 	s.mustCall(201, key, "POST", "/api/v1/transformations", map[string]any{
 		"name": "tag and upper city", "triggerPoint": "before_sync", "bridgeId": bridgeID, "priority": 10,
