@@ -18,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/sandbox"
@@ -65,6 +66,9 @@ type Deps struct {
 	AllowPrivateURLs bool
 	// Limits are the abuse limits; unset fields take their defaults.
 	Limits config.Limits
+	// APIPlatforms are the connectors that speak the platforms' own APIs
+	// (webhook registration); nil: webhook registration fails as unavailable.
+	APIPlatforms *platforms.Registry
 	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
 	// its key unrenewed (0: store.DefaultIdempotencyLease).
 	IdempotencyLease time.Duration
@@ -102,6 +106,7 @@ type Server struct {
 	// idempotencyLease: see Deps.IdempotencyLease.
 	idempotencyLease time.Duration
 	sandbox          *sandbox.Sandbox
+	apiPlatforms     *platforms.Registry // see Deps.APIPlatforms
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -122,6 +127,7 @@ func NewRouter(d Deps) http.Handler {
 	}
 	s.rateTimeout = d.RateTimeout
 	s.sandbox = d.Sandbox
+	s.apiPlatforms = d.APIPlatforms
 	if s.rateTimeout <= 0 {
 		s.rateTimeout = rating.DefaultTimeout
 	}
@@ -145,6 +151,7 @@ func NewRouter(d Deps) http.Handler {
 	r.Route("/api/v1", func(r chi.Router) {
 		// Public: sign-up and login.
 		s.mountSignin(r)
+		s.mountInboundWebhooks(r) // authenticated by the bridge's secret, not a key
 		// A user token, no organization yet.
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)

@@ -28,6 +28,8 @@ type Deps struct {
 	// Platforms maps bridge types to platform connectors (the sandbox
 	// connector for every type under FOS_SANDBOX=1).
 	Platforms *platforms.Registry
+	// APIPlatforms speak the platforms' own APIs (inbound webhooks).
+	APIPlatforms *platforms.Registry
 	// Carriers maps carrier codes to carrier adapters.
 	Carriers *carriers.Registry
 	// OrderHooks runs for each order a bridge sync creates (nil:
@@ -76,6 +78,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerTracking(r, deps)
 	registerRateComparisons(r, deps)
 	registerBridgeTasks(r, deps)
+	registerWebhooks(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries
