@@ -116,6 +116,7 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		BaseURL:           svc.cfg.BaseURL,
 
 		AllowPrivateURLs: svc.cfg.AllowPrivateURLs,
+		APIPlatforms:     apiPlatformRegistry(svc.cfg),
 		Limits:           svc.cfg.Limits,
 		IdempotencyLease: svc.cfg.IdempotencyLease,
 	}

@@ -162,6 +162,7 @@ func newWorkers(svc *services) *workers {
 		Logger:    svc.log,
 		// The reconciler restarts bulk work where the API starts it.
 		BulkTaskQueue: svc.cfg.Temporal.BulkTaskQueue,
+		APIPlatforms:  apiPlatformRegistry(svc.cfg),
 	}
 	t := svc.cfg.Temporal
 	for _, q := range []struct {
