@@ -63,6 +63,8 @@ type ProcessWebhookEventResult struct {
 	CreatedOrderIDs []string `json:"createdOrderIds"`
 	// Ignored explains an event whose topic needs no work.
 	Ignored string `json:"ignored,omitempty"`
+	// HookErrors are order hooks that failed ("<orderId>: <error>").
+	HookErrors []string `json:"hookErrors,omitempty"`
 }
 
 // webhookOrderNamespace is the UUID v5 namespace of the ids of orders an
@@ -70,9 +72,12 @@ type ProcessWebhookEventResult struct {
 var webhookOrderNamespace = uuid.MustParse("6a0f3c52-9b7e-5d41-8e2a-1c3b5d7f9e04")
 
 // ProcessWebhookEvent marks the event processing, re-fetches the resource
-// it points at through the bridge type's connector and upserts the orders.
-// It is idempotent: a processed event is left alone, and the orders and
-// their "sync" activities are keyed by the event.
+// it points at through the bridge type's connector, upserts the orders,
+// runs the order hooks for the orders it created and records the event
+// processed, all in one activity (one Temporal round trip per event). It
+// is idempotent: a processed event is left alone, and the orders and their
+// "sync" activities are keyed by the event, so a retried attempt reports
+// the orders the first one created.
 func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookEventInput) (ProcessWebhookEventResult, error) {
 	orgID, eventID, err := parseEventIDs(in)
 	if err != nil {
@@ -144,6 +149,21 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 		if out.Created {
 			res.CreatedOrderIDs = append(res.CreatedOrderIDs, out.OrderID.String())
 		}
+	}
+	// The order hooks of the created orders: their failure is logged and
+	// kept with the event, never undoes the orders.
+	hooks := a.Hooks
+	if hooks == nil {
+		hooks = rules.Noop{}
+	}
+	for _, id := range res.CreatedOrderIDs {
+		if err := hooks.OrderCreated(ctx, orgID, uuid.MustParse(id)); err != nil {
+			a.log().WarnContext(ctx, "order hooks failed for an order created by a webhook", "organization_id", orgID, "order_id", id, "error", err)
+			res.HookErrors = append(res.HookErrors, id+": "+TenantMessage(err))
+		}
+	}
+	if err := store.FinishWebhookEvent(ctx, a.Store.Pool, orgID, ev.ID, store.WebhookEventProcessed, "", res); err != nil {
+		return res, fmt.Errorf("record webhook event %s processed: %w", ev.ID, err)
 	}
 	a.log().InfoContext(ctx, "webhook event processed", "organization_id", orgID, "event_id", ev.ID,
 		"bridge_id", b.ID, "topic", ev.Topic, "orders", len(res.OrderIDs), "created", len(res.CreatedOrderIDs))
@@ -251,35 +271,6 @@ func (a *WebhookActivities) fetchHub(ctx context.Context, conn platforms.Connect
 		return out, "", nil
 	}
 	return nil, "topic " + ev.Topic + " needs no processing", nil
-}
-
-// RunWebhookOrderHooksInput names the orders an event created.
-type RunWebhookOrderHooksInput struct {
-	OrganizationID string   `json:"organizationId"`
-	OrderIDs       []string `json:"orderIds"`
-}
-
-// RunWebhookOrderHooks runs the order hooks (split rules, dispatchers) for
-// the orders an event created.
-func (a *WebhookActivities) RunWebhookOrderHooks(ctx context.Context, in RunWebhookOrderHooksInput) error {
-	org, err := uuid.Parse(in.OrganizationID)
-	if err != nil {
-		return temporal.NewNonRetryableApplicationError("organizationId is not a UUID", ErrTypeInvalidInput, nil)
-	}
-	hooks := a.Hooks
-	if hooks == nil {
-		hooks = rules.Noop{}
-	}
-	for _, s := range in.OrderIDs {
-		id, err := uuid.Parse(s)
-		if err != nil {
-			return temporal.NewNonRetryableApplicationError("orderId is not a UUID", ErrTypeInvalidInput, nil)
-		}
-		if err := hooks.OrderCreated(ctx, org, id); err != nil {
-			return fmt.Errorf("order hooks of %s: %w", s, err)
-		}
-	}
-	return nil
 }
 
 // FinishWebhookEventInput is the outcome of an event's processing.

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -13,10 +14,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
@@ -275,7 +278,7 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 		Payload:   trimmed,
 		Headers:   webhookHeaders(r),
 	}
-	eventID, _, err := store.InsertActiveBridgeWebhookEvent(r.Context(), s.store.Pool, ev)
+	eventID, inserted, err := store.InsertActiveBridgeWebhookEvent(r.Context(), s.store.Pool, ev)
 	if errors.Is(err, store.ErrNotFound) {
 		// Paused, disconnected or deleted since it was cached.
 		s.webhookVerifiers().drop(id)
@@ -287,8 +290,58 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if inserted {
+		s.relayWaker().poke()
+	}
 	writeData(w, http.StatusOK, map[string]any{"received": true, "event_id": eventID})
 	return nil
+}
+
+// relayWaker wakes the worker's relay (NOTIFY fos_webhook_events) after
+// events were stored: outside the insert's transaction, at most once per
+// relayWakeEvery whatever the rate. A NOTIFY inside each insert would
+// serialize their commits (PostgreSQL takes a global lock to queue a
+// notification at commit); the relay polls anyway, so a lost wake-up only
+// delays an event by one poll.
+type relayWaker struct {
+	pool interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	}
+	pending atomic.Bool
+	running atomic.Bool
+}
+
+const relayWakeEvery = 10 * time.Millisecond
+
+var relayWakers sync.Map // *Server -> *relayWaker
+
+func (s *Server) relayWaker() *relayWaker {
+	v, _ := relayWakers.LoadOrStore(s, &relayWaker{pool: s.store.Pool})
+	return v.(*relayWaker)
+}
+
+func (n *relayWaker) poke() {
+	n.pending.Store(true)
+	if n.running.CompareAndSwap(false, true) {
+		go n.loop()
+	}
+}
+
+func (n *relayWaker) loop() {
+	for {
+		for n.pending.Swap(false) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, store.WebhookEventsChannel)
+			cancel()
+			time.Sleep(relayWakeEvery)
+		}
+		n.running.Store(false)
+		// A poke between the last Swap and the Store above finds running
+		// still true and starts nothing: look again.
+		if !n.pending.Load() || !n.running.CompareAndSwap(false, true) {
+			return
+		}
+	}
 }
 
 // webhookTopic: the platform's topic header, else X-Webhook-Topic, else the

@@ -30,18 +30,5 @@ CREATE INDEX webhook_events_org_created_idx ON webhook_events (organization_id, 
 -- The relay's queue: only rows waiting for a workflow.
 CREATE INDEX webhook_events_relay_idx ON webhook_events (relay_after, created_at) WHERE status = 'received';
 
--- Wakes the relay (LISTEN fos_webhook_events) once per inserting statement.
--- +goose StatementBegin
-CREATE FUNCTION webhook_events_notify() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM pg_notify('fos_webhook_events', '');
-    RETURN NULL;
-END;
-$$;
--- +goose StatementEnd
-CREATE TRIGGER webhook_events_notify AFTER INSERT ON webhook_events
-    FOR EACH STATEMENT EXECUTE FUNCTION webhook_events_notify();
-
 -- +goose Down
 DROP TABLE webhook_events;
-DROP FUNCTION webhook_events_notify();

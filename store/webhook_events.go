@@ -26,7 +26,8 @@ const (
 	WebhookEventFailed     = "failed"
 )
 
-// WebhookEventsChannel is the LISTEN/NOTIFY channel an insert wakes.
+// WebhookEventsChannel is the LISTEN/NOTIFY channel that wakes the relay
+// after inserts (the API notifies, debounced, outside the inserts).
 const WebhookEventsChannel = "fos_webhook_events"
 
 // WebhookEvent is one stored inbound event.

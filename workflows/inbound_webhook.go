@@ -40,17 +40,6 @@ var (
 			NonRetryableErrorTypes: activities.PermanentOrderErrorTypes,
 		},
 	}
-	// webhookHooksOptions: the order hooks of the created orders.
-	webhookHooksOptions = workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        30 * time.Second,
-			MaximumAttempts:        5,
-			NonRetryableErrorTypes: []string{activities.ErrTypeInvalidInput},
-		},
-	}
 	// finishWebhookOptions: one update; retried longer, it is the event's
 	// only record of the outcome.
 	finishWebhookOptions = workflow.ActivityOptions{
@@ -65,41 +54,26 @@ var (
 	}
 )
 
-// InboundWebhook processes one stored inbound platform event: it re-fetches
-// the resource the event points at, upserts the orders, runs the order
-// hooks for the orders it created and records the outcome on the event
-// (processed, or failed with the error, in which case the run fails too).
+// InboundWebhook processes one stored inbound platform event: one
+// activity re-fetches the resource the event points at, upserts the
+// orders, runs the order hooks for the orders it created and records the
+// event processed. When it fails for good the event is recorded failed
+// with the error, and the run fails too.
 func InboundWebhook(ctx workflow.Context, in InboundWebhookInput) (InboundWebhookResult, error) {
 	var a *activities.WebhookActivities
-	log := workflow.GetLogger(ctx)
-	ev := activities.WebhookEventInput{OrganizationID: in.OrganizationID, EventID: in.EventID}
-
 	var res activities.ProcessWebhookEventResult
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, processWebhookOptions), a.ProcessWebhookEvent, ev).Get(ctx, &res)
-	if err == nil && res.AlreadyProcessed {
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, processWebhookOptions), a.ProcessWebhookEvent,
+		activities.WebhookEventInput{OrganizationID: in.OrganizationID, EventID: in.EventID}).Get(ctx, &res)
+	if err == nil {
 		return res, nil
 	}
-	if err == nil && len(res.CreatedOrderIDs) > 0 {
-		if herr := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, webhookHooksOptions), a.RunWebhookOrderHooks,
-			activities.RunWebhookOrderHooksInput{OrganizationID: in.OrganizationID, OrderIDs: res.CreatedOrderIDs}).Get(ctx, nil); herr != nil {
-			// The orders are stored; a hook failure is the hooks' to report.
-			log.Warn("order hooks failed for orders created by a webhook", "EventId", in.EventID, "Error", herr)
-		}
-	}
-
-	finish := activities.FinishWebhookEventInput{OrganizationID: in.OrganizationID, EventID: in.EventID, Result: res}
-	if err != nil {
-		finish.Failed = true
-		finish.Error, _ = failureOf(err)
-	}
-	// Record the outcome even when the run is being cancelled.
+	finish := activities.FinishWebhookEventInput{OrganizationID: in.OrganizationID, EventID: in.EventID, Failed: true}
+	finish.Error, _ = failureOf(err)
+	// Record the failure even when the run is being cancelled.
 	fctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	if ferr := workflow.ExecuteActivity(workflow.WithActivityOptions(fctx, finishWebhookOptions), a.FinishWebhookEvent, finish).Get(fctx, nil); ferr != nil {
-		log.Warn("could not record the outcome on the webhook event", "EventId", in.EventID, "Error", ferr)
-		if err == nil {
-			err = ferr
-		}
+		workflow.GetLogger(ctx).Warn("could not record the failure on the webhook event", "EventId", in.EventID, "Error", ferr)
 	}
 	return res, err
 }
