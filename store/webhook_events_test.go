@@ -125,7 +125,7 @@ func TestUpsertPlatformOrder(t *testing.T) {
 	org := bridgeTestOrg(t, s)
 	b := bridgeTestCreate(t, s, box, org, platforms.TypeStorefrontA, "Shop", map[string]any{"shopDomain": "a.example.com", "accessToken": "t"})
 	o := platforms.Order{ExternalID: "4001", OrderNumber: "#1001", Status: "confirmed", PaymentStatus: "paid",
-		Customer: platforms.Customer{Email: "a@example.com", FirstName: "A", LastName: "B"},
+		Customer:  platforms.Customer{Email: "a@example.com", FirstName: "A", LastName: "B"},
 		LineItems: []platforms.LineItem{{SKU: "X", Name: "X", Quantity: 1, UnitPrice: 5, TotalPrice: 5}},
 		Totals:    platforms.Totals{Subtotal: 5, Total: 5}, Currency: "USD", OrderedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	u := store.OrderUpsert{OrganizationID: org, BridgeID: b.ID, NewOrderID: uuid.New(), Order: o,
