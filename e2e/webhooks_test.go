@@ -398,3 +398,40 @@ func BenchmarkWebhookDrain(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(began).Seconds(), "orders/s")
 }
+
+// TestWebhookHubOrderNotify: ORDER_NOTIFY registered on a shipping_hub_a
+// bridge (the target URL carries the token), then a new order in the
+// sandbox hub: the unsigned {resource_url, resource_type} delivery is
+// accepted by its token and the order, re-read through the connector,
+// appears in GET /orders.
+func TestWebhookHubOrderNotify(t *testing.T) {
+	s := startHookStack(t)
+	s.process()
+	key := s.owner()
+	apiKey := "hub-" + uuid.NewString()[:8]
+	bridgeID := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "shipping_hub_a", "name": "Hub", "config": map[string]any{"apiKey": apiKey, "apiSecret": "secret"},
+	}))["id"].(string)
+	reg := data(s.mustCall(200, key, "POST", "/api/v1/bridges/"+bridgeID+"/webhooks", map[string]any{"topics": []string{"ORDER_NOTIFY"}}))
+	require.Equal(t, []any{"ORDER_NOTIFY"}, reg["registered"])
+
+	raw, _ := json.Marshal(map[string]any{"api_key": apiKey})
+	resp, err := s.sandbox.Client().Post(s.sandbox.URL+"/platforms/shipping_hub_a/_sandbox/orders", "application/json", bytes.NewReader(raw))
+	require.NoError(t, err)
+	var out struct {
+		Order struct {
+			OrderID json.Number `json:"orderId"`
+		} `json:"order"`
+		Deliveries int `json:"deliveries"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	resp.Body.Close()
+	require.Equal(t, 201, resp.StatusCode)
+	require.Equal(t, 1, out.Deliveries)
+	got := s.waitOrders(key, bridgeID, []string{out.Order.OrderID.String()}, 15*time.Second)
+	require.Equal(t, map[string]int{out.Order.OrderID.String(): 1}, got)
+	s.waitEvents(bridgeID, store.WebhookEventProcessed, 1, 10*time.Second)
+	var topic string
+	require.NoError(t, s.store.Pool.QueryRow(context.Background(), `SELECT topic FROM webhook_events WHERE bridge_id = $1`, bridgeID).Scan(&topic))
+	require.Equal(t, "ORDER_NOTIFY", topic)
+}
