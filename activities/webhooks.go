@@ -17,6 +17,7 @@ import (
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/transforms"
 )
 
 // Inbound webhook processing (CONTRACT 6): an event stored by the API is
@@ -42,8 +43,11 @@ type WebhookActivities struct {
 	// Platforms are the connectors that speak the platforms' own APIs.
 	Platforms *platforms.Registry
 	// Hooks run for the orders an event created (nil: rules.Noop).
-	Hooks  rules.OrderHooks
-	Logger *slog.Logger
+	Hooks rules.OrderHooks
+	// Transforms loads the organization's before_sync and after_sync
+	// transformations (nil: none), applied as a grab-orders run does.
+	Transforms transforms.Loader
+	Logger     *slog.Logger
 }
 
 // WebhookEventInput names one stored event.
@@ -65,6 +69,8 @@ type ProcessWebhookEventResult struct {
 	Ignored string `json:"ignored,omitempty"`
 	// HookErrors are order hooks that failed ("<orderId>: <error>").
 	HookErrors []string `json:"hookErrors,omitempty"`
+	// Transforms counts the before_sync/after_sync transformation outcomes.
+	Transforms *SyncCounts `json:"transforms,omitempty"`
 }
 
 // webhookOrderNamespace is the UUID v5 namespace of the ids of orders an
@@ -122,6 +128,17 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 	}
 	res.Ignored = ignored
 	wfID := "inbound-webhook/" + ev.ID.String()
+	var tf SyncCounts
+	if len(orders) > 0 {
+		before, err := loadChain(ctx, a.Transforms, orgID, b.ID, transforms.BeforeSync)
+		if err != nil {
+			return res, err
+		}
+		if orders, tf, err = beforeSync(ctx, before, orders); err != nil {
+			return res, err
+		}
+	}
+	externalIDs := make([]string, 0, len(orders))
 	for _, o := range orders {
 		out, err := store.UpsertPlatformOrder(ctx, a.Store, store.OrderUpsert{
 			OrganizationID: orgID,
@@ -146,10 +163,30 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 			return res, fmt.Errorf("upsert order %s: %w", o.ExternalID, err)
 		}
 		res.OrderIDs = append(res.OrderIDs, out.OrderID.String())
+		externalIDs = append(externalIDs, o.ExternalID)
 		if out.Created {
 			res.CreatedOrderIDs = append(res.CreatedOrderIDs, out.OrderID.String())
 		}
 	}
+	if len(externalIDs) > 0 {
+		after, err := loadChain(ctx, a.Transforms, orgID, b.ID, transforms.AfterSync)
+		if err != nil {
+			return res, err
+		}
+		ac, err := afterSyncOrders(ctx, a.Store, orgID, after,
+			func(ext, typ string) uuid.UUID { return OrderActivityID(wfID, ext, typ) },
+			externalIDs, WebhookActorName, map[string]any{"bridgeId": b.ID.String(), "webhookEventId": ev.ID.String(), "workflowId": wfID})
+		if err != nil {
+			return res, err
+		}
+		tf.AfterSyncWritten += ac.AfterSyncWritten
+		tf.TransformFailed += ac.TransformFailed
+		tf.TransformErrors = append(tf.TransformErrors, ac.TransformErrors...)
+	}
+	if tf.AfterSyncWritten > 0 || tf.TransformFailed > 0 {
+		res.Transforms = &tf
+	}
+
 	// The order hooks of the created orders: their failure is logged and
 	// kept with the event, never undoes the orders.
 	hooks := a.Hooks

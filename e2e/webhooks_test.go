@@ -123,7 +123,7 @@ func (s *hookStack) owner() string {
 	}))
 	orgID := signup["organization"].(map[string]any)["id"].(string)
 	code, out := s.call(signup["access_token"].(string), orgID, "POST", "/api/v1/api-keys", map[string]any{
-		"name": "e2e", "scopes": []string{"bridges:read", "bridges:write", "orders:read", "orders:write"},
+		"name": "e2e", "scopes": []string{"bridges:read", "bridges:write", "orders:read", "orders:write", "transformations:read", "transformations:write"},
 	})
 	require.Equal(s.t, 201, code, "%v", out)
 	return data(out)["key"].(string)
@@ -434,4 +434,29 @@ func TestWebhookHubOrderNotify(t *testing.T) {
 	var topic string
 	require.NoError(t, s.store.Pool.QueryRow(context.Background(), `SELECT topic FROM webhook_events WHERE bridge_id = $1`, bridgeID).Scan(&topic))
 	require.Equal(t, "ORDER_NOTIFY", topic)
+}
+
+// TestWebhookOrderTransformed: an order a webhook creates passes through the
+// organization's before_sync and after_sync transformations, as a
+// grab-orders run's orders do.
+func TestWebhookOrderTransformed(t *testing.T) {
+	s := startHookStack(t)
+	s.process()
+	key := s.owner()
+	bridgeID, shop := s.shopBridge(key)
+	s.mustCall(201, key, "POST", "/api/v1/transformations", map[string]any{
+		"name": "tag", "triggerPoint": "before_sync", "bridgeId": bridgeID,
+		"code": `function transform(d) { d.tags = (d.tags || []).concat(['via-webhook']); }`,
+	})
+	s.mustCall(201, key, "POST", "/api/v1/transformations", map[string]any{
+		"name": "stamp", "triggerPoint": "after_sync",
+		"code": `function transform(o) { o.metadata.importedBy = 'webhook'; }`,
+	})
+	ext, _ := s.addSandboxOrder(shop)
+	s.waitOrders(key, bridgeID, []string{ext}, 10*time.Second)
+	s.waitEvents(bridgeID, store.WebhookEventProcessed, 1, 10*time.Second)
+	list := s.mustCall(200, key, "GET", "/api/v1/orders?bridge_id="+bridgeID, nil)["data"].([]any)
+	o := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+list[0].(map[string]any)["id"].(string), nil))
+	require.Contains(t, o["tags"], "via-webhook")
+	require.Equal(t, "webhook", o["metadata"].(map[string]any)["importedBy"])
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/rules"
+	"github.com/fos-dev/fos/transforms"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -22,12 +23,17 @@ func registerWebhooks(r sdkworker.Registry, deps Deps) {
 	if hooks == nil { // as the API's order create and the bridge tasks
 		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger}
 	}
+	var tf transforms.Loader
+	if deps.Store != nil {
+		tf = transforms.New(deps.Store.Pool, nil)
+	}
 	r.RegisterWorkflowWithOptions(workflows.InboundWebhook, workflow.RegisterOptions{Name: workflows.InboundWebhookWorkflowType})
 	r.RegisterActivity(&activities.WebhookActivities{
-		Store:     deps.Store,
-		Secrets:   deps.Secrets,
-		Platforms: plat,
-		Hooks:     hooks,
-		Logger:    deps.Logger.With("component", "activities", "domain", "webhooks"),
+		Store:      deps.Store,
+		Secrets:    deps.Secrets,
+		Platforms:  plat,
+		Hooks:      hooks,
+		Transforms: tf,
+		Logger:     deps.Logger.With("component", "activities", "domain", "webhooks"),
 	})
 }
