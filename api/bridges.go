@@ -27,6 +27,7 @@ func (s *Server) mountBridges(r chi.Router) {
 	write.Patch("/bridges/{id}", s.h(s.updateBridge))
 	write.Delete("/bridges/{id}", s.h(s.deleteBridge))
 	read.Get("/bridges/{id}/tasks", s.h(s.listBridgeTasks))
+	s.mountBridgeWebhooks(r)
 
 	read.Get("/bridge-types", s.h(s.listBridgeTypes))
 	read.Get("/bridge-types/{id}", s.h(s.getBridgeType))

@@ -151,6 +151,7 @@ func NewRouter(d Deps) http.Handler {
 	r.Route("/api/v1", func(r chi.Router) {
 		// Public: sign-up and login.
 		s.mountSignin(r)
+		s.mountInboundWebhooks(r) // authenticated by the bridge's secret, not a key
 		// A user token, no organization yet.
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)

@@ -280,6 +280,7 @@ func mountShippingHubA(r chi.Router, prefix string) {
 		g.Post(prefix+"/webhooks/subscribe", s.subscribe)
 		g.Delete(prefix+"/webhooks/{webhookId}", s.unsubscribe)
 	})
+	r.Post(prefix+"/_sandbox/orders", s.sandboxOrder) // webhook_delivery.go
 }
 
 func hubError(w http.ResponseWriter, status int, msg string) {

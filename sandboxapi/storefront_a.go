@@ -86,6 +86,7 @@ type sfaShop struct {
 	locations []sfaLocation
 	webhooks  []sfaWebhook
 	nextHook  int64
+	appSecret string // signs webhook deliveries (webhook_delivery.go)
 	calls     int
 	bucket    float64
 	bucketAt  time.Time
@@ -149,6 +150,7 @@ func mountStorefrontA(r chi.Router, prefix string) {
 		v.Delete("/webhooks/{id}.json", s.deleteWebhook)
 	})
 	r.Mount(prefix+"/admin", api)
+	r.Post(prefix+"/_sandbox/orders", s.sandboxOrder) // webhook_delivery.go
 }
 
 // sfaError writes the platform's error body {"errors": "..."}.

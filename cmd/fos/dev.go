@@ -137,6 +137,7 @@ func runDev(ctx context.Context, args []string) error {
 		return err
 	}
 	defer ws.stop()
+	startWebhookRelay(ctx, svc)
 
 	// Mail stays on this machine unless SMTP is configured.
 	mailbox := &email.Mailbox{}

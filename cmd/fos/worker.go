@@ -29,6 +29,7 @@ func runWorker(ctx context.Context) error {
 		return err
 	}
 	log.Info("worker starting", "task_queue", cfg.TaskQueue, "bulk_task_queue", cfg.Temporal.BulkTaskQueue, "temporal", cfg.TemporalAddress)
+	startWebhookRelay(ctx, svc)
 	return newWorkers(svc).run(ctx)
 }
 

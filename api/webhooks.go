@@ -1,0 +1,405 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/store"
+)
+
+// Inbound platform webhooks (spec Part 2 "Inbound webhook", CONTRACT 6).
+//
+// POST /api/v1/webhooks/{bridgeId} holds no API key: the bridge's
+// config.webhookSecret is the only credential. Accepted proofs, any one:
+//
+//   - the platform's own signature, base64(HMAC-SHA256(secret, raw body)) in
+//     its X-…-Hmac-Sha256 header (storefront_a, and shipping_hub_a's header
+//     name should it ever sign);
+//   - X-Hook-Secret: <secret>;
+//   - ?token=<WebhookToken(secret, bridgeId)>, the token the service puts
+//     into the target URL it registers with a platform that can neither sign
+//     nor send headers (shipping_hub_a).
+//
+// Every comparison is constant-time. The answer waits for one durable
+// write, the webhook_events row (deduplicated on the dedupe key), and never
+// for Temporal: the worker's relay starts the InboundWebhook workflow.
+
+// MaxWebhookBody bounds an inbound webhook body; larger is 400.
+const MaxWebhookBody = 1 << 20
+
+// Webhook header names (CONTRACT 6; vendors/platforms/*/README.md).
+const (
+	HookSecretHeader     = "X-Hook-Secret"
+	WebhookTopicHeader   = "X-Webhook-Topic"
+	WebhookIDHeader      = "X-Webhook-Id"
+	StorefrontATopic     = "X-Shopify-Topic"
+	StorefrontAHMAC      = "X-Shopify-Hmac-Sha256"
+	StorefrontAEventID   = "X-Shopify-Event-Id"
+	StorefrontAWebhookID = "X-Shopify-Webhook-Id"
+	ShippingHubAHMAC     = "X-ShipStation-Hmac-Sha256"
+	webhookTokenParam    = "token"
+)
+
+// platformHMACHeader is the signature header of each signing platform.
+var platformHMACHeader = map[string]string{
+	platforms.TypeStorefrontA:  StorefrontAHMAC,
+	platforms.TypeShippingHubA: ShippingHubAHMAC,
+}
+
+// storedWebhookHeaders are the delivery headers kept with an event (the
+// ones that identify it; never a signature or a secret).
+var storedWebhookHeaders = []string{
+	StorefrontATopic, StorefrontAEventID, StorefrontAWebhookID, "X-Shopify-Shop-Domain",
+	"X-Shopify-Api-Version", "X-Shopify-Triggered-At", WebhookTopicHeader, WebhookIDHeader, "User-Agent",
+}
+
+// WebhookToken is the token query parameter of a bridge's registered
+// webhook URL: derived from its secret, so the secret itself never appears
+// in a URL, and rotating the secret rotates the token.
+func WebhookToken(secret string, bridgeID uuid.UUID) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("fos-webhook-token:" + bridgeID.String()))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// SignWebhookBody is base64(HMAC-SHA256(secret, body)), the platform
+// signature the endpoint accepts.
+func SignWebhookBody(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// webhookURL is the bridge's inbound URL ({base_url}/api/v1/webhooks/<id>).
+func (s *Server) webhookURL(bridgeID uuid.UUID) string {
+	return strings.TrimRight(s.baseURL, "/") + "/api/v1/webhooks/" + bridgeID.String()
+}
+
+// webhookVerifier is what verifying a bridge's proofs takes: read once per
+// bridge and cached, since the bridge lookup and the unseal of its
+// credentials are the costly part of a delivery.
+type webhookVerifier struct {
+	orgID      uuid.UUID
+	bridgeType string
+	status     string
+	secret     string
+	token      string
+	loaded     time.Time
+}
+
+// webhookVerifierTTL bounds how long a cached secret is trusted: a rotated
+// secret is read at once when a proof fails, but the old one keeps working
+// this long. The bridge's status is not taken from the cache: the insert
+// itself checks that the bridge is active.
+const webhookVerifierTTL = 30 * time.Second
+
+// maxWebhookVerifiers bounds the cache (it is dropped whole when full).
+const maxWebhookVerifiers = 10000
+
+// webhookVerifiers caches webhookVerifier by bridge id. The zero value is
+// ready to use.
+type webhookVerifiers struct {
+	mu sync.RWMutex
+	m  map[uuid.UUID]webhookVerifier
+}
+
+func (c *webhookVerifiers) get(id uuid.UUID) (webhookVerifier, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	v, ok := c.m[id]
+	if !ok || time.Since(v.loaded) > webhookVerifierTTL {
+		return webhookVerifier{}, false
+	}
+	return v, true
+}
+
+func (c *webhookVerifiers) put(id uuid.UUID, v webhookVerifier) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxWebhookVerifiers {
+		c.m = map[uuid.UUID]webhookVerifier{}
+	}
+	c.m[id] = v
+}
+
+func (c *webhookVerifiers) drop(id uuid.UUID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, id)
+}
+
+// hookVerifiers is per Server (keyed by the Server, so test routers with
+// their own databases do not share entries).
+var hookVerifiers sync.Map // *Server -> *webhookVerifiers
+
+func (s *Server) webhookVerifiers() *webhookVerifiers {
+	v, _ := hookVerifiers.LoadOrStore(s, &webhookVerifiers{})
+	return v.(*webhookVerifiers)
+}
+
+// loadWebhookVerifier reads the bridge and opens its secret.
+func (s *Server) loadWebhookVerifier(r *http.Request, id uuid.UUID) (webhookVerifier, error) {
+	b, err := store.BridgeByIDAnyOrganization(r.Context(), s.store.Pool, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return webhookVerifier{}, errNotFound("bridge")
+	}
+	if err != nil {
+		return webhookVerifier{}, err
+	}
+	v := webhookVerifier{orgID: b.OrganizationID, bridgeType: b.Type, status: b.Status, loaded: time.Now()}
+	if len(b.Credentials) > 0 {
+		full, err := store.BridgeFullConfig(s.secrets, b)
+		if err != nil {
+			// Not the sender's fault, but no proof can be checked.
+			s.log.WarnContext(r.Context(), "cannot open bridge credentials for an inbound webhook", append(logAttrs(r), "bridge_id", id.String(), "error", err.Error())...)
+		} else if sec, ok := full[platforms.ConfigWebhookSecret].(string); ok && sec != "" {
+			v.secret = sec
+			v.token = WebhookToken(sec, id)
+		}
+	}
+	s.webhookVerifiers().put(id, v)
+	return v, nil
+}
+
+// verify reports whether the request carries one valid proof.
+func (v webhookVerifier) verify(r *http.Request, body []byte) bool {
+	if v.secret == "" {
+		return false
+	}
+	ok := false
+	if h := platformHMACHeader[v.bridgeType]; h != "" {
+		if got := strings.TrimSpace(r.Header.Get(h)); got != "" {
+			if sig, err := base64.StdEncoding.DecodeString(got); err == nil {
+				m := hmac.New(sha256.New, []byte(v.secret))
+				m.Write(body)
+				ok = ok || hmac.Equal(sig, m.Sum(nil))
+			}
+		}
+	}
+	if got := r.Header.Get(HookSecretHeader); got != "" {
+		ok = ok || subtle.ConstantTimeCompare([]byte(got), []byte(v.secret)) == 1
+	}
+	if got := r.URL.Query().Get(webhookTokenParam); got != "" {
+		ok = ok || subtle.ConstantTimeCompare([]byte(got), []byte(v.token)) == 1
+	}
+	return ok
+}
+
+func errInvalidSignature() *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: "invalid_signature", Message: "the webhook carries no valid signature, X-Hook-Secret or token for this bridge"}
+}
+
+func errInvalidPayload(msg string) *Error { return errBadRequest("invalid_payload", msg) }
+
+// mountInboundWebhooks registers POST /webhooks/{bridgeId}: no API key,
+// authenticated by the bridge's secret alone (CONTRACT 6).
+func (s *Server) mountInboundWebhooks(r chi.Router) {
+	r.Post("/webhooks/{bridgeId}", s.h(s.receiveWebhook))
+}
+
+func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := uuid.Parse(chi.URLParam(r, "bridgeId"))
+	if err != nil {
+		return errNotFound("bridge")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxWebhookBody+1))
+	if err != nil {
+		return errInvalidPayload("the request body could not be read")
+	}
+	if len(body) > MaxWebhookBody {
+		return errInvalidPayload("the payload exceeds 1 MiB")
+	}
+
+	v, cached := s.webhookVerifiers().get(id)
+	if !cached {
+		if v, err = s.loadWebhookVerifier(r, id); err != nil {
+			return err
+		}
+	}
+	if v.status != store.BridgeActive && cached {
+		if v, err = s.loadWebhookVerifier(r, id); err != nil {
+			return err
+		}
+	}
+	if v.status != store.BridgeActive {
+		return errNotFound("bridge")
+	}
+	if !v.verify(r, body) {
+		if !cached {
+			return errInvalidSignature()
+		}
+		// The secret may have changed since it was cached.
+		if v, err = s.loadWebhookVerifier(r, id); err != nil {
+			return err
+		}
+		if v.status != store.BridgeActive {
+			return errNotFound("bridge")
+		}
+		if !v.verify(r, body) {
+			return errInvalidSignature()
+		}
+	}
+
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+		return errInvalidPayload("the payload must be a JSON object")
+	}
+	var hints struct {
+		Topic        any `json:"topic"`
+		ResourceType any `json:"resource_type"`
+		ID           any `json:"id"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.UseNumber() // platform ids exceed float64's exact integers
+	_ = dec.Decode(&hints)
+
+	ev := store.WebhookEvent{
+		ID: uuid.New(), OrganizationID: v.orgID, BridgeID: id,
+		Topic:     webhookTopic(r, hints.Topic, hints.ResourceType),
+		DedupeKey: webhookDedupeKey(r, v.bridgeType, hints.ID, body),
+		Payload:   trimmed,
+		Headers:   webhookHeaders(r),
+	}
+	eventID, inserted, err := store.InsertActiveBridgeWebhookEvent(r.Context(), s.store.Pool, ev)
+	if errors.Is(err, store.ErrNotFound) {
+		// Paused, disconnected or deleted since it was cached.
+		s.webhookVerifiers().drop(id)
+		return errNotFound("bridge")
+	}
+	if errors.Is(err, store.ErrInvalidInput) {
+		return errInvalidPayload("the payload cannot be stored: " + err.Error())
+	}
+	if err != nil {
+		return err
+	}
+	if inserted {
+		s.relayWaker().poke()
+	}
+	writeData(w, http.StatusOK, map[string]any{"received": true, "event_id": eventID})
+	return nil
+}
+
+// relayWaker wakes the worker's relay (NOTIFY fos_webhook_events) after
+// events were stored: outside the insert's transaction, at most once per
+// relayWakeEvery whatever the rate. A NOTIFY inside each insert would
+// serialize their commits (PostgreSQL takes a global lock to queue a
+// notification at commit); the relay polls anyway, so a lost wake-up only
+// delays an event by one poll.
+type relayWaker struct {
+	pool interface {
+		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	}
+	pending atomic.Bool
+	running atomic.Bool
+}
+
+const relayWakeEvery = 10 * time.Millisecond
+
+var relayWakers sync.Map // *Server -> *relayWaker
+
+func (s *Server) relayWaker() *relayWaker {
+	v, _ := relayWakers.LoadOrStore(s, &relayWaker{pool: s.store.Pool})
+	return v.(*relayWaker)
+}
+
+func (n *relayWaker) poke() {
+	n.pending.Store(true)
+	if n.running.CompareAndSwap(false, true) {
+		go n.loop()
+	}
+}
+
+func (n *relayWaker) loop() {
+	for {
+		for n.pending.Swap(false) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, _ = n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, store.WebhookEventsChannel)
+			cancel()
+			time.Sleep(relayWakeEvery)
+		}
+		n.running.Store(false)
+		// A poke between the last Swap and the Store above finds running
+		// still true and starts nothing: look again.
+		if !n.pending.Load() || !n.running.CompareAndSwap(false, true) {
+			return
+		}
+	}
+}
+
+// webhookTopic: the platform's topic header, else X-Webhook-Topic, else the
+// payload's topic, else its resource_type (CONTRACT 6).
+func webhookTopic(r *http.Request, topic, resourceType any) string {
+	for _, t := range []string{r.Header.Get(StorefrontATopic), r.Header.Get(WebhookTopicHeader), scalarString(topic), scalarString(resourceType)} {
+		if t = strings.TrimSpace(t); t != "" {
+			return truncate(t, 200)
+		}
+	}
+	return "unknown"
+}
+
+// webhookDedupeKey: the platform's event id (storefront_a's event-id
+// header, the same across redeliveries), else X-Webhook-Id, else the
+// payload's id, else a hash of the raw body (CONTRACT 6). Each kind is
+// prefixed so that keys of different kinds never collide.
+func webhookDedupeKey(r *http.Request, bridgeType string, payloadID any, body []byte) string {
+	if bridgeType == platforms.TypeStorefrontA {
+		if v := strings.TrimSpace(r.Header.Get(StorefrontAEventID)); v != "" {
+			return "event:" + truncate(v, 200)
+		}
+	}
+	if v := strings.TrimSpace(r.Header.Get(WebhookIDHeader)); v != "" {
+		return "webhook:" + truncate(v, 200)
+	}
+	if v := scalarString(payloadID); v != "" {
+		return "id:" + truncate(v, 200)
+	}
+	sum := sha256.Sum256(body)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// scalarString renders a JSON string or number; anything else is "".
+func scalarString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strings.TrimSpace(x)
+	case json.Number:
+		return x.String()
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+func webhookHeaders(r *http.Request) json.RawMessage {
+	out := map[string]string{}
+	for _, h := range storedWebhookHeaders {
+		if v := r.Header.Get(h); v != "" {
+			out[h] = truncate(v, 500)
+		}
+	}
+	raw, _ := json.Marshal(out)
+	return raw
+}
