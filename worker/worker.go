@@ -76,6 +76,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerTracking(r, deps)
 	registerRateComparisons(r, deps)
 	registerBridgeTasks(r, deps)
+	registerSchedules(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries
