@@ -345,30 +345,70 @@ type ReconcileSchedulesResult struct {
 }
 
 // ReconcileSchedules repairs the schedules whose row and Temporal Schedule
-// disagree: for the ReconcileBatch rows checked least recently (each
-// looked at again within a few runs), a missing Temporal Schedule (lost
-// with a Temporal restore, deleted by hand, a create whose answer was
-// lost) is created again from the row and one whose spec, task or paused
-// state differs is replaced (SyncSchedule), and the row's next run is
-// refreshed; then every Temporal Schedule schedule/<uuid> whose row is
-// gone is deleted (its fires would do nothing). It fails when Temporal
-// cannot be asked at all.
+// disagree. It lists the Temporal Schedules schedule/<uuid>, then
+//   - syncs (SyncSchedule) the rows the listing lacks (a Temporal Schedule
+//     lost with a Temporal restore or deleted by hand is created again from
+//     its row; the listing is eventually consistent, so each is described
+//     first), up to ReconcileBatch,
+//   - syncs the ReconcileBatch rows checked least recently (one whose spec,
+//     task or paused state differs from its row — a change whose answer
+//     was lost, an edit in the UI — is replaced by the row's), refreshing
+//     their next run,
+//   - deletes the Temporal Schedules whose row is gone (their fires would
+//     run nothing).
+//
+// Rows changed within ScheduleSyncBound are left to the request changing
+// them. It fails when Temporal cannot be asked at all.
 func (a *ScheduleActivities) ReconcileSchedules(ctx context.Context, _ ReconcileSchedulesInput) (ReconcileSchedulesResult, error) {
 	var out ReconcileSchedulesResult
 	if a.Temporal == nil {
 		return out, nil
 	}
-	log := a.log().With("kind", "schedule")
-	rows, err := store.SchedulesToCheck(ctx, a.Store.Pool, time.Now().Add(-ScheduleSyncBound), ReconcileBatch)
+	listed, err := a.listTemporalSchedules(ctx)
+	if err != nil {
+		return out, err
+	}
+	cutoff := time.Now().Add(-ScheduleSyncBound)
+	ids, err := store.ScheduleIDsBefore(ctx, a.Store.Pool, cutoff)
 	if err != nil {
 		return out, fmt.Errorf("list schedules: %w", err)
 	}
+	var unlisted []uuid.UUID
+	for _, id := range ids {
+		if !listed[id] && len(unlisted) < ReconcileBatch {
+			unlisted = append(unlisted, id)
+		}
+	}
+	if len(unlisted) > 0 {
+		rows, err := store.SchedulesByIDs(ctx, a.Store.Pool, unlisted)
+		if err != nil {
+			return out, fmt.Errorf("read schedules: %w", err)
+		}
+		if err := a.syncRows(ctx, rows, &out); err != nil {
+			return out, err
+		}
+	}
+	rows, err := store.SchedulesToCheck(ctx, a.Store.Pool, cutoff, ReconcileBatch)
+	if err != nil {
+		return out, fmt.Errorf("list schedules: %w", err)
+	}
+	if err := a.syncRows(ctx, rows, &out); err != nil {
+		return out, err
+	}
+	out.Deleted, err = a.deleteOrphans(ctx, listed)
+	return out, err
+}
+
+// syncRows brings the Temporal Schedules of rows in line and records
+// their check and next run.
+func (a *ScheduleActivities) syncRows(ctx context.Context, rows []store.Schedule, out *ReconcileSchedulesResult) error {
+	log := a.log().With("kind", "schedule")
 	for _, s := range rows {
 		out.Checked++
 		res, err := SyncSchedule(ctx, a.Temporal, a.TaskQueue, s)
 		if err != nil {
 			if ctx.Err() != nil || isUnavailable(err) {
-				return out, err
+				return err
 			}
 			log.Warn("reconcile: sync schedule", "id", s.ID, "error", err)
 			continue
@@ -382,36 +422,43 @@ func (a *ScheduleActivities) ReconcileSchedules(ctx context.Context, _ Reconcile
 			out.Updated++
 		}
 		if _, err := store.SetScheduleNextRun(ctx, a.Store.Pool, s.OrganizationID, s.ID, s.Revision, res.Next, true); err != nil {
-			return out, fmt.Errorf("record schedule check: %w", err)
+			return fmt.Errorf("record schedule check: %w", err)
 		}
 	}
-	deleted, err := a.deleteOrphans(ctx)
-	out.Deleted = deleted
-	return out, err
+	return nil
 }
 
-// deleteOrphans deletes the Temporal Schedules schedule/<uuid> whose row
-// is gone. A row is written before its Temporal Schedule is created, so a
-// Temporal Schedule without a row is one whose row was deleted (or whose
-// create failed and was undone).
-func (a *ScheduleActivities) deleteOrphans(ctx context.Context) (int, error) {
+// listTemporalSchedules lists the schedules' Temporal Schedules
+// (schedule/<uuid>; the service-wide ones, schedule/maintenance and the
+// like, are not UUIDs).
+func (a *ScheduleActivities) listTemporalSchedules(ctx context.Context) (map[uuid.UUID]bool, error) {
 	it, err := a.Temporal.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 1000})
 	if err != nil {
-		return 0, fmt.Errorf("list schedules: %w", err)
+		return nil, fmt.Errorf("list Temporal Schedules: %w", err)
 	}
-	var ids []uuid.UUID
+	out := map[uuid.UUID]bool{}
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
-			return 0, fmt.Errorf("list schedules: %w", err)
+			return nil, fmt.Errorf("list Temporal Schedules: %w", err)
 		}
-		rest, ok := strings.CutPrefix(e.ID, "schedule/")
-		if !ok {
-			continue
+		if rest, ok := strings.CutPrefix(e.ID, "schedule/"); ok {
+			if id, err := uuid.Parse(rest); err == nil {
+				out[id] = true
+			}
 		}
-		if id, err := uuid.Parse(rest); err == nil {
-			ids = append(ids, id) // service-wide schedules (schedule/maintenance, …) are not UUIDs
-		}
+	}
+	return out, nil
+}
+
+// deleteOrphans deletes the listed Temporal Schedules whose row is gone.
+// A row is written before its Temporal Schedule is created, so a Temporal
+// Schedule without a row is one whose row was deleted (or whose create
+// failed and was undone).
+func (a *ScheduleActivities) deleteOrphans(ctx context.Context, listed map[uuid.UUID]bool) (int, error) {
+	ids := make([]uuid.UUID, 0, len(listed))
+	for id := range listed {
+		ids = append(ids, id)
 	}
 	n := 0
 	for len(ids) > 0 {

@@ -245,3 +245,25 @@ func ListScheduleExecutions(ctx context.Context, db DBTX, orgID, scheduleID uuid
 	}
 	return out, total, nil
 }
+
+// ScheduleIDsBefore lists the ids of the schedules (of every
+// organization) not changed since cutoff.
+func ScheduleIDsBefore(ctx context.Context, db DBTX, cutoff time.Time) ([]uuid.UUID, error) {
+	rows, err := db.Query(ctx, `SELECT id FROM schedules WHERE updated_at < $1`, cutoff)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return out, mapErr(err)
+}
+
+// SchedulesByIDs reads the schedules of ids (of any organization) that
+// exist.
+func SchedulesByIDs(ctx context.Context, db DBTX, ids []uuid.UUID) ([]Schedule, error) {
+	rows, err := db.Query(ctx, scheduleSelect+` WHERE s.id = ANY($1) ORDER BY s.id`, ids)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Schedule])
+	return out, mapErr(err)
+}
