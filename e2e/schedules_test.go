@@ -142,7 +142,13 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	// restore) is created again by the reconciler, as the row says; an
 	// orphan Temporal Schedule (its row gone) is deleted.
 	require.NoError(t, s.temporal.ScheduleClient().GetHandle(ctx, workflows.ScheduleWorkflowID(id)).Delete(ctx))
-	_, err = s.store.Pool.Exec(ctx, `UPDATE schedules SET updated_at = now() - interval '2 minutes' WHERE id = $1`, id)
+	// ... and one paused in the Temporal UI while its row is active is
+	// resumed.
+	other := data(s.mustCall(201, key, "POST", "/api/v1/schedules", map[string]any{
+		"bridge_id": bridgeID, "task": "push-fulfillment", "cron": "0 0 1 1 *",
+	}))["id"].(string)
+	require.NoError(t, s.temporal.ScheduleClient().GetHandle(ctx, workflows.ScheduleWorkflowID(other)).Pause(ctx, client.SchedulePauseOptions{}))
+	_, err = s.store.Pool.Exec(ctx, `UPDATE schedules SET updated_at = now() - interval '2 minutes' WHERE id = ANY($1)`, []string{id, other})
 	require.NoError(t, err)
 	orphan := uuid.NewString()
 	_, err = s.temporal.ScheduleClient().Create(ctx, client.ScheduleOptions{
@@ -154,7 +160,7 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	deadline := time.Now().Add(45 * time.Second)
 	for {
 		s.runMaintenance(ctx)
-		if s.describeSchedule(ctx, id) != nil && s.describeSchedule(ctx, orphan) == nil {
+		if s.describeSchedule(ctx, id) != nil && s.describeSchedule(ctx, orphan) == nil && !s.describeSchedule(ctx, other).Schedule.State.Paused {
 			break
 		}
 		if time.Now().After(deadline) {
