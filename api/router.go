@@ -169,6 +169,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountOrganizations(r)
 			s.mountBridges(r)
 			s.mountTaskExecutions(r)
+			s.mountSchedules(r)
 			s.mountOrders(r)
 			s.mountOrderResync(r)
 			s.mountCarrierAccounts(r)

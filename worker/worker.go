@@ -77,6 +77,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerRateComparisons(r, deps)
 	registerBridgeTasks(r, deps)
 	registerWebhooks(r, deps)
+	registerSchedules(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries

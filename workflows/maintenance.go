@@ -64,6 +64,7 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 	step(reconcileOptions, a.ReconcileRuns, activities.ReconcileRunsInput{}, &res.Runs)
 	var sa *activities.ShipmentActivities
 	step(reconcileOptions, sa.ReconcileShipments, activities.ReconcileShipmentsInput{}, &res.Shipments)
+	step(reconcileOptions, (*activities.ScheduleActivities)(nil).ReconcileSchedules, activities.ReconcileSchedulesInput{}, nil)
 
 	return res, errors.Join(errs...)
 }

@@ -21,6 +21,9 @@ func TestMaintenancePurgesAndReconciles(t *testing.T) {
 	var sa *activities.ShipmentActivities
 	env.RegisterActivity(sa)
 	env.OnActivity(sa.ReconcileShipments, mock.Anything, activities.ReconcileShipmentsInput{}).Return(activities.ReconcileShipmentsResult{Running: 1, Removed: 2, Failed: 3}, nil).Once()
+	var sc *activities.ScheduleActivities
+	env.RegisterActivity(sc)
+	env.OnActivity(sc.ReconcileSchedules, mock.Anything, activities.ReconcileSchedulesInput{}).Return(activities.ReconcileSchedulesResult{Checked: 2, Created: 1}, nil).Once()
 	env.ExecuteWorkflow(Maintenance)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
@@ -42,6 +45,9 @@ func TestMaintenanceStepFailsRunButNextStepRuns(t *testing.T) {
 	var sa *activities.ShipmentActivities
 	env.RegisterActivity(sa)
 	env.OnActivity(sa.ReconcileShipments, mock.Anything, mock.Anything).Return(activities.ReconcileShipmentsResult{}, nil).Once()
+	var sc *activities.ScheduleActivities
+	env.RegisterActivity(sc)
+	env.OnActivity(sc.ReconcileSchedules, mock.Anything, mock.Anything).Return(activities.ReconcileSchedulesResult{}, nil).Once()
 	env.ExecuteWorkflow(Maintenance)
 	require.Error(t, env.GetWorkflowError())
 	require.Contains(t, env.GetWorkflowError().Error(), "db down")
