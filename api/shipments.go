@@ -1335,7 +1335,23 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 	}
 	in := workflows.ShipmentActionInput{OrganizationID: p.OrganizationID.String(), ShipmentID: sh.ID.String(), ActionID: actionID.String()}
 	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"shipmentId": in.ShipmentID, "actionId": in.ActionID})
+	// The id is never reused: a run that closed without recording its
+	// outcome (failed, terminated) may have sent the change, so a retry
+	// must not send it again.
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	if _, err := s.startStableWorkflow(r, opts, act.CreatedAt, workflows.ShipmentAction, in); err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			// A closed run: the record's status is the answer; a record
+			// still pending is the reconciler's (Maintenance) to settle.
+			s.log.WarnContext(ctx, "shipment action run already closed", append(logAttrs(r), "workflow_id", wfID, "status", act.Status)...)
+			cur, cerr := store.ShipmentActionByID(ctx, s.store.Pool, p.OrganizationID, actionID)
+			if cerr != nil {
+				return cerr
+			}
+			writeJSON(w, shipmentActionStatus, shipmentActionCreatedJSON{ActionID: actionID, Status: cur.Status})
+			return nil
+		}
 		if isStartUnknown(err) {
 			// The run may exist: the pending record stays, for it or for
 			// the reconciler (Maintenance), which fails it if no run does.
