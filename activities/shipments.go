@@ -676,14 +676,16 @@ type EndShipmentPurchaseInput struct {
 
 // EndShipmentPurchase ends a pending shipment whose label was not bought:
 // deleted when nothing was bought, exception with the reason when the
-// outcome is unknown. A shipment no longer pending is left as it is.
+// outcome is unknown. A shipment no longer pending is left as it is. The
+// reason is stored as a tenant may read it (TenantText): the workflow's
+// text may carry a failed record step's error.
 func (a *ShipmentActivities) EndShipmentPurchase(ctx context.Context, in EndShipmentPurchaseInput) error {
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID)
 	if err != nil {
 		return err
 	}
 	if in.Unknown {
-		_, err = store.FailPendingShipment(ctx, a.Store.Pool, ids[0], ids[1], in.Reason)
+		_, err = store.FailPendingShipment(ctx, a.Store.Pool, ids[0], ids[1], TenantText(in.Reason))
 	} else {
 		_, err = store.DeletePendingShipment(ctx, a.Store.Pool, ids[0], ids[1])
 	}

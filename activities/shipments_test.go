@@ -445,3 +445,35 @@ func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
 	require.NoError(t, appErr.Details(&failure))
 	require.Equal(t, "carrier_account_not_active", failure.APICode)
 }
+
+// A purchase whose outcome is unknown stores its reason as a tenant may
+// read it: a failed record step's database text is not kept.
+func TestEndPurchaseStoresTenantText(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	shID, pID := uuid.New(), uuid.New()
+	_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status)
+		VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending')`, shID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time)
+		VALUES ($1, $2, $3, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00')`, pID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	raw := "the label 794 was bought but could not be recorded (failed to connect to `host=10.0.0.5 user=fos`: dial tcp 10.0.0.5:5432: connection refused (SQLSTATE 08006)) nor voided"
+
+	require.NoError(t, f.acts.EndShipmentPurchase(ctx, EndShipmentPurchaseInput{OrganizationID: f.orgID.String(), ShipmentID: shID.String(), Unknown: true, Reason: raw}))
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, shID)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentException, sh.Status)
+	for _, b := range [][]byte{sh.CarrierResponse, sh.Metadata} {
+		require.NotContains(t, string(b), "SQLSTATE")
+		require.NotContains(t, string(b), "10.0.0.5")
+	}
+	require.Contains(t, string(sh.Metadata), InternalFailureMessage)
+
+	require.NoError(t, f.acts.EndPickupBooking(ctx, EndPickupBookingInput{OrganizationID: f.orgID.String(), PickupID: pID.String(), Unknown: true, Reason: raw}))
+	p, err := store.PickupByID(ctx, f.st.Pool, f.orgID, pID)
+	require.NoError(t, err)
+	require.Equal(t, store.PickupFailed, p.Status)
+	require.NotContains(t, string(p.CarrierResponse), "SQLSTATE")
+	require.Contains(t, string(p.CarrierResponse), InternalFailureMessage)
+}

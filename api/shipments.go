@@ -778,19 +778,22 @@ func (s *Server) shipmentCarrierError(r *http.Request, what string, err error) e
 // a refusal before any carrier call is 400 with its code; other carrier
 // failures and unknown outcomes are 502 carrier_error with what the client
 // may read (what: "carrier_a could not create the label"); a record gone
-// meanwhile is 409.
+// meanwhile is 409. The workflow's messages may carry the text of a
+// failed record step (Go, database errors): each goes through
+// activities.TenantText; the full text is logged.
 func (s *Server) purchaseFailure(r *http.Request, what string, res workflows.PurchaseResult, field func(code, msg string) string) error {
 	f := res.Failure
 	s.log.WarnContext(r.Context(), "purchase failed", append(logAttrs(r), "what", what, "id", res.ID, "outcome", res.Outcome, "message", res.Message)...)
+	message := activities.TenantText(res.Message)
 	switch {
 	case res.Outcome == workflows.PurchaseUnknown:
-		return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + res.Message}
+		return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + message}
 	case f == nil:
-		return errConflict(res.Message)
+		return errConflict(message)
 	case f.APICode != "":
-		return errBadRequest(f.APICode, f.Message)
+		return errBadRequest(f.APICode, activities.TenantText(f.Message))
 	case f.NotSupported:
-		return errBadRequest("not_supported", f.Message)
+		return errBadRequest("not_supported", activities.TenantText(f.Message))
 	case f.Invalid && res.Outcome == workflows.PurchaseRefused:
 		msg := f.CarrierMessage
 		if msg == "" {
@@ -802,7 +805,7 @@ func (s *Server) purchaseFailure(r *http.Request, what string, res workflows.Pur
 		}
 		return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + msg})
 	}
-	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + res.Message}
+	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + message}
 }
 
 // purchaseNamespace is the UUIDv5 namespace of purchaseID.
