@@ -54,3 +54,26 @@ func TestPurchaseFailureTenantText(t *testing.T) {
 	err = requireTenantSafe(t, s.purchaseFailure(r, "x", workflows.PurchaseResult{Outcome: workflows.PurchaseRefused, Message: "the shipment was deleted meanwhile"}, noField))
 	require.Equal(t, "the shipment was deleted meanwhile", err.Message)
 }
+
+// A carrier's refusal of the request as invalid is a 400 naming the field;
+// the carrier's own text goes through TenantText.
+func TestPurchaseFailureCarrierMessageTenantText(t *testing.T) {
+	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := httptest.NewRequest("POST", "/api/v1/shipments", nil)
+	field := func(code, _ string) string {
+		if code == "ZIP" {
+			return "ship_to.zip"
+		}
+		return ""
+	}
+	refused := func(carrierMsg string) workflows.PurchaseResult {
+		return workflows.PurchaseResult{Outcome: workflows.PurchaseRefused, Message: "refused",
+			Failure: &activities.CarrierFailure{Invalid: true, Code: "ZIP", Message: "carrier_a: invalid zip", CarrierMessage: carrierMsg}}
+	}
+	err := requireTenantSafe(t, s.purchaseFailure(r, "x", refused("upstream https://10.0.0.5:8443/ship failed: invalid character '<' (SQLSTATE 0)"), field))
+	require.Equal(t, 400, err.Status)
+	require.Equal(t, []FieldError{{Field: "ship_to.zip", Message: "refused by the carrier: " + activities.InternalFailureMessage}}, err.Details)
+
+	err = requireTenantSafe(t, s.purchaseFailure(r, "x", refused("Postal code 99999 is not valid"), field))
+	require.Equal(t, []FieldError{{Field: "ship_to.zip", Message: "refused by the carrier: Postal code 99999 is not valid"}}, err.Details)
+}

@@ -803,7 +803,7 @@ func (s *Server) purchaseFailure(r *http.Request, what string, res workflows.Pur
 		if n := field(f.Code, msg); n != "" {
 			name = n
 		}
-		return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + msg})
+		return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + activities.TenantText(msg)})
 	}
 	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + message}
 }
