@@ -788,7 +788,7 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 				return out, err
 			}
 			a.log().WarnContext(ctx, "pending row reconciled", "workflow_id", k.prefix+row.ID.String(),
-				"organization_id", row.OrganizationID, "missing", run.Missing, "reason", run.Reason)
+				"organization_id", row.OrganizationID, "missing", run.Missing, "reason", run.Reason, "detail", run.Detail)
 		}
 	}
 	return out, nil

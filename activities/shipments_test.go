@@ -329,7 +329,7 @@ func TestReconcileShipments(t *testing.T) {
 	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, terminated)
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentException, sh.Status)
-	require.Contains(t, string(sh.CarrierResponse), "(the workflow run was terminated in Temporal)")
+	require.Contains(t, string(sh.CarrierResponse), "(stopped by an operator)")
 	require.Contains(t, string(sh.CarrierResponse), "may or may not have been bought")
 	for _, id := range []uuid.UUID{running, fresh} {
 		sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
