@@ -65,7 +65,7 @@ func (a *ShipmentActivities) BookPickup(ctx context.Context, in BookPickupInput)
 		return BookPickupResult{}, purchaseGone("the pickup was deleted before it was booked")
 	}
 	if err != nil {
-		return BookPickupResult{}, fmt.Errorf("read pickup %s: %w", in.PickupID, err)
+		return BookPickupResult{}, notCalledYet(ErrTypeCarrierNotSent, "read the pickup", fmt.Errorf("read pickup %s: %w", in.PickupID, err))
 	}
 	if p.Status != store.PickupPending {
 		if p.ConfirmationNumber != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -476,4 +477,64 @@ func TestEndPurchaseStoresTenantText(t *testing.T) {
 	require.Equal(t, store.PickupFailed, p.Status)
 	require.NotContains(t, string(p.CarrierResponse), "SQLSTATE")
 	require.Contains(t, string(p.CarrierResponse), InternalFailureMessage)
+}
+
+// A database read that fails before the carrier call is the retryable
+// never-sent type the workflows repeat (spendOnceWith), never an unknown
+// outcome: nothing reached the carrier.
+func TestPurchaseReadFailureBeforeCarrierCallIsNotSent(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	shID, pID := uuid.New(), uuid.New()
+	_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status)
+		VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending')`, shID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time)
+		VALUES ($1, $2, $3, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00')`, pID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	actionID := f.action("hold", store.ShipmentActionConfig{Reason: "other"})
+	buy := func(acts *ShipmentActivities) error {
+		_, err := acts.BuyShipmentLabel(ctx, BuyShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: shID.String(), CarrierAccountID: f.accountID.String()})
+		return err
+	}
+	book := func(acts *ShipmentActivities) error {
+		_, err := acts.BookPickup(ctx, BookPickupInput{OrganizationID: f.orgID.String(), PickupID: pID.String(), CarrierAccountID: f.accountID.String()})
+		return err
+	}
+	send := func(acts *ShipmentActivities) error {
+		_, err := acts.SendShipmentAction(ctx, SendShipmentActionInput{OrganizationID: f.orgID.String(), ActionID: actionID.String()})
+		return err
+	}
+	check := func(err error, typ string) {
+		t.Helper()
+		requireShipmentAppErr(t, err, typ, true)
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(err, &appErr))
+		require.Contains(t, appErr.Message(), "nothing was sent to the carrier")
+		if typ == ErrTypeCarrierNotSent {
+			var cf CarrierFailure
+			require.NoError(t, appErr.Details(&cf), "a purchase failure carries its CarrierFailure")
+			require.Equal(t, appErr.Message(), cf.Message)
+		}
+	}
+
+	// The first read fails (the database is unreachable).
+	pool, err := pgxpool.New(ctx, f.st.Pool.Config().ConnString())
+	require.NoError(t, err)
+	pool.Close()
+	down := &ShipmentActivities{Store: &store.Store{Pool: pool}, Secrets: f.box, Carriers: f.acts.Carriers}
+	check(buy(down), ErrTypeCarrierNotSent)
+	check(book(down), ErrTypeCarrierNotSent)
+	check(send(down), ErrTypeShipmentCarrierUnavailable)
+
+	// The carrier account's read fails.
+	_, err = f.st.Pool.Exec(ctx, `ALTER TABLE carrier_accounts RENAME TO carrier_accounts_away`)
+	require.NoError(t, err)
+	defer func() {
+		_, err := f.st.Pool.Exec(ctx, `ALTER TABLE carrier_accounts_away RENAME TO carrier_accounts`)
+		require.NoError(t, err)
+	}()
+	check(buy(f.acts), ErrTypeCarrierNotSent)
+	check(book(f.acts), ErrTypeCarrierNotSent)
+	check(send(f.acts), ErrTypeShipmentCarrierUnavailable)
 }
