@@ -230,7 +230,7 @@ func TestGrabOrdersPagesCursorAndHooks(t *testing.T) {
 	b, err := store.BridgeByID(ctx, st.Pool, f.orgID, f.bridgeID)
 	require.NoError(t, err)
 	require.NotNil(t, b.LastSyncAt)
-	c, err := store.GetSyncCursor(ctx, st.Pool, f.bridgeID, platforms.TaskGrabOrders)
+	c, err := store.GetSyncCursor(ctx, st.Pool, f.orgID, f.bridgeID, platforms.TaskGrabOrders)
 	require.NoError(t, err)
 	require.True(t, c.Since.Equal(t0.Add(4*time.Minute)), "%v", c.Since)
 
