@@ -793,7 +793,15 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 		for _, row := range rows {
 			run, err := DescribeWaitingRun(ctx, c, k.prefix+row.ID.String(), row.Since)
 			if err != nil {
-				return out, err
+				// Temporal unavailable ends the step (the next run tries
+				// again); any other failure is this row's: the others are
+				// still settled (as ReconcileKind does).
+				if ctx.Err() != nil || isUnavailable(err) {
+					return out, err
+				}
+				a.log().WarnContext(ctx, "reconcile: describe", "workflow_id", k.prefix+row.ID.String(),
+					"organization_id", row.OrganizationID, "error", err)
+				continue
 			}
 			if run.Open {
 				out.Running++

@@ -358,6 +358,26 @@ func TestReconcileShipments(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, ReconcileShipmentsResult{Running: 1}, res)
+
+	// A describe refused for one row is logged and skipped: the rows after
+	// it are still settled. Temporal unavailable ends the step.
+	refused, after := shipment(old.Add(time.Second)), shipment(old.Add(2*time.Second))
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	tc.On("DescribeWorkflowExecution", mock.Anything, ShipmentLabelIDPrefix+refused.String(), "").
+		Return(nil, serviceerror.NewPermissionDenied("no", "")).Once()
+	describe(ShipmentLabelIDPrefix+after.String(), none)
+	val, err = env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, ReconcileShipmentsResult{Running: 1, Removed: 1}, res)
+	_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, after)
+	require.ErrorIs(t, err, store.ErrNotFound, "settled after the refused row")
+
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	tc.On("DescribeWorkflowExecution", mock.Anything, ShipmentLabelIDPrefix+refused.String(), "").
+		Return(nil, serviceerror.NewUnavailable("down")).Once()
+	_, err = env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.Error(t, err, "Temporal unavailable ends the step")
 }
 
 // TestBuyShipmentLabelAgainstSandbox: the label purchase activity and its
