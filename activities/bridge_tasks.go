@@ -142,11 +142,11 @@ type BeginSyncResult struct {
 
 // BeginSync reads the bridge's sync cursor for the task.
 func (a *BridgeTaskActivities) BeginSync(ctx context.Context, in BeginSyncInput) (BeginSyncResult, error) {
-	_, bridgeID, err := parseTaskIDs(in.OrganizationID, in.BridgeID)
+	orgID, bridgeID, err := parseTaskIDs(in.OrganizationID, in.BridgeID)
 	if err != nil {
 		return BeginSyncResult{}, err
 	}
-	c, err := store.GetSyncCursor(ctx, a.Store.Pool, bridgeID, in.TaskName)
+	c, err := store.GetSyncCursor(ctx, a.Store.Pool, orgID, bridgeID, in.TaskName)
 	if err != nil {
 		return BeginSyncResult{}, fmt.Errorf("read sync cursor: %w", err)
 	}
@@ -247,7 +247,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 	heartbeat(ctx, in.Cursor)
 
 	// An attempt whose answer was lost may have stored this page already.
-	if cur, err := store.GetSyncCursor(ctx, a.Store.Pool, b.ID, in.TaskName); err != nil {
+	if cur, err := store.GetSyncCursor(ctx, a.Store.Pool, orgID, b.ID, in.TaskName); err != nil {
 		return SyncPageResult{}, fmt.Errorf("read sync cursor: %w", err)
 	} else if len(cur.LastPage) > 0 {
 		var last store.SyncLastPage
@@ -361,7 +361,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 // starts again from the high-water mark instead of failing on it forever.
 func (a *BridgeTaskActivities) pageError(ctx context.Context, b store.Bridge, in SyncPageInput, err error) error {
 	if in.Cursor != "" && !platforms.IsRetryable(err) && !errors.Is(err, platforms.ErrUnauthorized) && !errors.Is(err, platforms.ErrNotAvailable) {
-		if rerr := store.ResetSyncPaging(ctx, a.Store.Pool, b.ID, in.TaskName); rerr != nil {
+		if rerr := store.ResetSyncPaging(ctx, a.Store.Pool, b.OrganizationID, b.ID, in.TaskName); rerr != nil {
 			return fmt.Errorf("reset sync paging: %w", rerr)
 		}
 	}

@@ -230,7 +230,7 @@ func TestGrabOrdersPagesCursorAndHooks(t *testing.T) {
 	b, err := store.BridgeByID(ctx, st.Pool, f.orgID, f.bridgeID)
 	require.NoError(t, err)
 	require.NotNil(t, b.LastSyncAt)
-	c, err := store.GetSyncCursor(ctx, st.Pool, f.bridgeID, platforms.TaskGrabOrders)
+	c, err := store.GetSyncCursor(ctx, st.Pool, f.orgID, f.bridgeID, platforms.TaskGrabOrders)
 	require.NoError(t, err)
 	require.True(t, c.Since.Equal(t0.Add(4*time.Minute)), "%v", c.Since)
 
@@ -509,7 +509,7 @@ func TestReconcileTaskExecutions(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, res.Checked)
 	require.Equal(t, 2, res.Failed)
-	for k, want := range map[string]string{"missing": "the workflow never started", "terminated": "terminated in Temporal: stuck (by ops@example.com)", "running": "", "fresh": ""} {
+	for k, want := range map[string]string{"missing": "the workflow never started", "terminated": "stopped by an operator: stuck", "running": "", "fresh": ""} {
 		e, err := store.TaskExecutionByID(ctx, st.Pool, f.orgID, uuid.MustParse(ids[k]))
 		require.NoError(t, err)
 		if want == "" {
@@ -519,6 +519,7 @@ func TestReconcileTaskExecutions(t *testing.T) {
 		require.Equal(t, store.TaskFailed, e.Status, k)
 		require.Contains(t, *e.Error, want, k)
 		require.Contains(t, *e.Error, "the task did not finish", k)
+		require.NotContains(t, *e.Error, "ops@example.com", "the operator's identity is logged, not stored")
 	}
 }
 

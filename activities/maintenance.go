@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -107,9 +108,9 @@ type WaitingKind struct {
 	// Restart starts the row's run again under its id (nil: the job
 	// cannot resume; a missing run fails the row).
 	Restart func(ctx context.Context, row store.WaitingRow) error
-	// Fail marks the row failed with reason ("the workflow run was
-	// terminated in Temporal: …"), unless it changed meanwhile; it reports
-	// whether it did.
+	// Fail marks the row failed with reason (WaitingRun.Reason, tenant-safe:
+	// "stopped by an operator: …"), unless it changed meanwhile; it
+	// reports whether it did.
 	Fail func(ctx context.Context, row store.WaitingRow, reason string) (bool, error)
 }
 
@@ -184,7 +185,7 @@ func (a *MaintenanceActivities) ReconcileKind(ctx context.Context, kind WaitingK
 			continue
 		}
 		if changed {
-			log.Info("reconcile: marked failed, its run ended without settling it", "id", row.ID, "workflow_id", wfID, "reason", reason)
+			log.Info("reconcile: marked failed, its run ended without settling it", "id", row.ID, "workflow_id", wfID, "reason", reason, "detail", run.Detail)
 			out.Failed++
 		}
 	}
@@ -260,11 +261,14 @@ type WaitingRun struct {
 	// that started before the row began to wait).
 	Missing bool
 	// Otherwise the row's run closed without settling the row: Status is
-	// how it closed and Reason says so for people ("the workflow run was
-	// terminated in Temporal: <reason> (by <identity>)", "… timed out", …).
+	// how it closed and Reason says so as a tenant may read it ("stopped by
+	// an operator: <reason>", "the workflow run timed out", …): every
+	// settle path stores it. Detail is the operator's account (who
+	// terminated the run, the failure's full text), for the logs only.
 	Status enumspb.WorkflowExecutionStatus
 	RunID  string
 	Reason string
+	Detail string
 }
 
 // DescribeWaitingRun describes workflow id for a row that waits on it
@@ -292,7 +296,7 @@ func DescribeWaitingRun(ctx context.Context, c client.Client, id string, since t
 	if !since.IsZero() && info.GetStartTime().AsTime().Before(since.Add(-5*time.Second)) {
 		return WaitingRun{Missing: true}, nil
 	}
-	out.Reason = closeReason(ctx, c, id, out.RunID, out.Status)
+	out.Reason, out.Detail = closeReason(ctx, c, id, out.RunID, out.Status)
 	return out, nil
 }
 
@@ -317,9 +321,11 @@ func failedRunMessage(ctx context.Context, c client.Client, id, runID string) st
 	}
 }
 
-// closeReason says how a run closed, with the operator's reason for a
-// termination (read from the run's close event; best effort).
-func closeReason(ctx context.Context, c client.Client, id, runID string, status enumspb.WorkflowExecutionStatus) string {
+// closeReason says how a run closed: reason as a tenant may read it (the
+// operator's reason for a termination, a failure's message, each through
+// TenantText; never who terminated it), detail with everything for the
+// operators' logs (read from the run's close event; best effort).
+func closeReason(ctx context.Context, c client.Client, id, runID string, status enumspb.WorkflowExecutionStatus) (reason, detail string) {
 	var closeEvent *historypb.HistoryEvent
 	it := c.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
 	for it.HasNext() {
@@ -331,28 +337,32 @@ func closeReason(ctx context.Context, c client.Client, id, runID string, status 
 	}
 	switch status {
 	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
-		msg := "the workflow run was terminated in Temporal"
+		reason, detail = "stopped by an operator", "the workflow run was terminated in Temporal"
 		if attrs := closeEvent.GetWorkflowExecutionTerminatedEventAttributes(); attrs != nil {
-			if attrs.GetReason() != "" {
-				msg += ": " + attrs.GetReason()
+			if why := strings.TrimSpace(attrs.GetReason()); why != "" {
+				reason += ": " + TenantText(why)
+				detail += ": " + why
 			}
 			if attrs.GetIdentity() != "" {
-				msg += " (by " + attrs.GetIdentity() + ")"
+				detail += " (by " + attrs.GetIdentity() + ")"
 			}
 		}
-		return msg
+		return reason, detail
 	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
-		return "the workflow run timed out"
+		return "the workflow run timed out", "the workflow run timed out"
 	case enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED:
-		return "the workflow run was cancelled"
+		return "the workflow run was cancelled", "the workflow run was cancelled"
 	case enumspb.WORKFLOW_EXECUTION_STATUS_FAILED:
-		msg := "the workflow run failed"
-		if why := failedRunMessage(ctx, c, id, runID); why != "" {
-			msg += ": " + why
-		} else if f := closeEvent.GetWorkflowExecutionFailedEventAttributes().GetFailure(); f != nil && f.GetMessage() != "" {
-			msg += ": " + f.GetMessage()
+		reason, detail = "the workflow run failed", "the workflow run failed"
+		why := failedRunMessage(ctx, c, id, runID)
+		if why == "" {
+			why = closeEvent.GetWorkflowExecutionFailedEventAttributes().GetFailure().GetMessage()
 		}
-		return msg
+		if why != "" {
+			reason += ": " + TenantText(why)
+			detail += ": " + why
+		}
+		return reason, detail
 	}
-	return "the workflow run ended without recording its outcome"
+	return "the workflow run ended without recording its outcome", "the workflow run ended without recording its outcome"
 }

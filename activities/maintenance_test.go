@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
@@ -114,7 +116,7 @@ func TestReconcileRuns(t *testing.T) {
 	}
 	st, msg := status(terminated.ID)
 	require.Equal(t, "failed", st)
-	require.Equal(t, "processing stopped: the workflow run was terminated in Temporal: operator said stop (by ops@example.com); process the comparison again to finish the remaining items", msg)
+	require.Equal(t, "processing stopped: stopped by an operator: operator said stop; process the comparison again to finish the remaining items", msg)
 
 	acct := func(id uuid.UUID) (string, string) {
 		a, err := store.CarrierAccountByID(ctx, f.st.Pool, f.orgID, id)
@@ -140,4 +142,62 @@ func rcDeref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// The reason a reconciler stores for a closed run is one a tenant may
+// read: a termination names no operator (pid@host, e-mail) and its reason
+// and a failure's text go through TenantText; Detail keeps it all for
+// the logs.
+func TestDescribeWaitingRunReasonIsTenantSafe(t *testing.T) {
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	closing := func(id string, status enumspb.WorkflowExecutionStatus, ev *historypb.HistoryEvent) {
+		tc.On("DescribeWorkflowExecution", mock.Anything, id, "").Return(describeAs(id, status, time.Now()), nil).Once()
+		it := mocks.NewHistoryEventIterator(t)
+		it.On("HasNext").Return(true).Once()
+		it.On("Next").Return(ev, nil).Once()
+		it.On("HasNext").Return(false).Once()
+		tc.On("GetWorkflowHistory", mock.Anything, id, "run-"+id, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(it).Once()
+	}
+	closing("t1", enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, &historypb.HistoryEvent{
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{
+			Reason: "stuck on a bad deploy", Identity: "4242@worker-7.internal",
+		}},
+	})
+	closing("t2", enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, &historypb.HistoryEvent{
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{
+			Reason: "db at 10.1.2.3:5432 down", Identity: "ops@example.com",
+		}},
+	})
+	closing("f1", enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, &historypb.HistoryEvent{
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionFailedEventAttributes{WorkflowExecutionFailedEventAttributes: &historypb.WorkflowExecutionFailedEventAttributes{
+			Failure: &failurepb.Failure{Message: "record: ERROR: deadlock detected (SQLSTATE 40P01)"},
+		}},
+	})
+	run := mocks.NewWorkflowRun(t)
+	run.On("Get", mock.Anything, nil).Return(errors.New("not a workflow execution error")).Once()
+	tc.On("GetWorkflow", mock.Anything, "f1", "run-f1").Return(run).Once()
+
+	for id, want := range map[string]string{
+		"t1": "stopped by an operator: stuck on a bad deploy",
+		"t2": "stopped by an operator: " + InternalFailureMessage,
+		"f1": "the workflow run failed: " + InternalFailureMessage,
+	} {
+		wr, err := DescribeWaitingRun(ctx, tc, id, time.Time{})
+		require.NoError(t, err)
+		require.Equal(t, want, wr.Reason, id)
+	}
+	tc.On("DescribeWorkflowExecution", mock.Anything, "t1", "").Return(describeAs("t1", enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, time.Now()), nil).Once()
+	it := mocks.NewHistoryEventIterator(t)
+	it.On("HasNext").Return(true).Once()
+	it.On("Next").Return(&historypb.HistoryEvent{
+		Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{
+			Reason: "stuck", Identity: "4242@worker-7.internal",
+		}},
+	}, nil).Once()
+	it.On("HasNext").Return(false).Once()
+	tc.On("GetWorkflowHistory", mock.Anything, "t1", "run-t1", false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(it).Once()
+	wr, err := DescribeWaitingRun(ctx, tc, "t1", time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, "the workflow run was terminated in Temporal: stuck (by 4242@worker-7.internal)", wr.Detail, "the operators' account")
 }

@@ -65,7 +65,7 @@ func (a *ShipmentActivities) BookPickup(ctx context.Context, in BookPickupInput)
 		return BookPickupResult{}, purchaseGone("the pickup was deleted before it was booked")
 	}
 	if err != nil {
-		return BookPickupResult{}, fmt.Errorf("read pickup %s: %w", in.PickupID, err)
+		return BookPickupResult{}, notCalledYet(ErrTypeCarrierNotSent, "read the pickup", fmt.Errorf("read pickup %s: %w", in.PickupID, err))
 	}
 	if p.Status != store.PickupPending {
 		if p.ConfirmationNumber != nil {
@@ -181,14 +181,15 @@ type EndPickupBookingInput struct {
 
 // EndPickupBooking ends a pending pickup that was not booked: deleted when
 // nothing was booked, failed with the reason when the outcome is unknown.
-// A pickup no longer pending is left as it is.
+// A pickup no longer pending is left as it is. The reason is stored as a
+// tenant may read it (TenantText).
 func (a *ShipmentActivities) EndPickupBooking(ctx context.Context, in EndPickupBookingInput) error {
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "pickupId", in.PickupID)
 	if err != nil {
 		return err
 	}
 	if in.Unknown {
-		_, err = store.FailPendingPickup(ctx, a.Store.Pool, ids[0], ids[1], in.Reason)
+		_, err = store.FailPendingPickup(ctx, a.Store.Pool, ids[0], ids[1], TenantText(in.Reason))
 	} else {
 		_, err = store.DeletePendingPickup(ctx, a.Store.Pool, ids[0], ids[1])
 	}

@@ -97,7 +97,7 @@ func (a *ShipmentActivities) SendShipmentAction(ctx context.Context, in SendShip
 		return SendShipmentActionResult{}, temporal.NewNonRetryableApplicationError("shipment action "+in.ActionID+" not found", ErrTypeShipmentActionGone, nil)
 	}
 	if err != nil {
-		return SendShipmentActionResult{}, fmt.Errorf("read shipment action %s: %w", in.ActionID, err)
+		return SendShipmentActionResult{}, notCalledYet(ErrTypeShipmentCarrierUnavailable, "read the action", fmt.Errorf("read shipment action %s: %w", in.ActionID, err))
 	}
 	if act.Status != store.ShipmentActionPending {
 		return SendShipmentActionResult{AlreadyFinished: true, FinishedStatus: act.Status}, nil
@@ -107,7 +107,7 @@ func (a *ShipmentActivities) SendShipmentAction(ctx context.Context, in SendShip
 		return SendShipmentActionResult{}, temporal.NewNonRetryableApplicationError("shipment "+act.ShipmentID.String()+" not found", ErrTypeShipmentActionGone, nil)
 	}
 	if err != nil {
-		return SendShipmentActionResult{}, fmt.Errorf("read shipment %s: %w", act.ShipmentID, err)
+		return SendShipmentActionResult{}, notCalledYet(ErrTypeShipmentCarrierUnavailable, "read the shipment", fmt.Errorf("read shipment %s: %w", act.ShipmentID, err))
 	}
 	if sh.TrackingNumber == nil || *sh.TrackingNumber == "" {
 		return SendShipmentActionResult{}, shipmentActionRejected("the shipment has no tracking number")
@@ -120,7 +120,7 @@ func (a *ShipmentActivities) SendShipmentAction(ctx context.Context, in SendShip
 		return SendShipmentActionResult{}, shipmentActionRejected("the shipment's carrier account was deleted")
 	}
 	if err != nil {
-		return SendShipmentActionResult{}, fmt.Errorf("read carrier account %s: %w", *sh.CarrierAccountID, err)
+		return SendShipmentActionResult{}, notCalledYet(ErrTypeShipmentCarrierUnavailable, "read the carrier account", fmt.Errorf("read carrier account %s: %w", *sh.CarrierAccountID, err))
 	}
 	if acct.Status != store.CarrierAccountActive {
 		return SendShipmentActionResult{}, shipmentActionRejected(fmt.Sprintf("carrier account %q is %s; only an active account sends actions", acct.Name, acct.Status))
@@ -402,6 +402,21 @@ func carrierCallError(err error) error {
 	return temporal.NewNonRetryableApplicationError(f.Message, ErrTypeCarrierRefused, err, f)
 }
 
+// notCalledYet is the error of a failure before the carrier call (a
+// database read that failed): nothing reached the carrier, so it is the
+// retryable never-sent type errType (ErrTypeCarrierNotSent,
+// ErrTypeShipmentCarrierUnavailable) that the workflow repeats
+// (spendOnceWith) and never an unknown outcome. The message is for people
+// ("could not read the shipment"); the cause keeps the error for the
+// operators.
+func notCalledYet(errType, what string, err error) error {
+	msg := "the service could not " + what + " before calling the carrier; nothing was sent to the carrier"
+	if errType == ErrTypeCarrierNotSent {
+		return temporal.NewApplicationErrorWithCause(msg, errType, err, CarrierFailure{Message: msg})
+	}
+	return temporal.NewApplicationErrorWithCause(msg, errType, err)
+}
+
 // refusedBeforeCall is a non-retryable ErrTypeCarrierRefused for a call
 // that was never made (apiCode: the API's error code for it).
 func refusedBeforeCall(apiCode, msg string) error {
@@ -434,7 +449,7 @@ func (a *ShipmentActivities) accountAdapter(ctx context.Context, orgID, acctID u
 		return nil, carriers.Account{}, refusedBeforeCall("carrier_account_not_active", "the carrier account was deleted")
 	}
 	if err != nil {
-		return nil, carriers.Account{}, fmt.Errorf("read carrier account %s: %w", acctID, err)
+		return nil, carriers.Account{}, notCalledYet(ErrTypeCarrierNotSent, "read the carrier account", fmt.Errorf("read carrier account %s: %w", acctID, err))
 	}
 	if active && acct.Status != store.CarrierAccountActive {
 		return nil, carriers.Account{}, refusedBeforeCall("carrier_account_not_active", fmt.Sprintf("carrier account %q is %s; only an active account can be used", acct.Name, acct.Status))
@@ -486,7 +501,7 @@ func (a *ShipmentActivities) BuyShipmentLabel(ctx context.Context, in BuyShipmen
 		return BuyShipmentLabelResult{}, purchaseGone("the shipment was deleted before its label was bought")
 	}
 	if err != nil {
-		return BuyShipmentLabelResult{}, fmt.Errorf("read shipment %s: %w", shipmentID, err)
+		return BuyShipmentLabelResult{}, notCalledYet(ErrTypeCarrierNotSent, "read the shipment", fmt.Errorf("read shipment %s: %w", shipmentID, err))
 	}
 	if sh.HasLabel() {
 		return BuyShipmentLabelResult{AlreadyRecorded: true, Label: store.ShipmentLabelDoc{TrackingNumber: deref(sh.TrackingNumber)}}, nil
@@ -676,14 +691,16 @@ type EndShipmentPurchaseInput struct {
 
 // EndShipmentPurchase ends a pending shipment whose label was not bought:
 // deleted when nothing was bought, exception with the reason when the
-// outcome is unknown. A shipment no longer pending is left as it is.
+// outcome is unknown. A shipment no longer pending is left as it is. The
+// reason is stored as a tenant may read it (TenantText): the workflow's
+// text may carry a failed record step's error.
 func (a *ShipmentActivities) EndShipmentPurchase(ctx context.Context, in EndShipmentPurchaseInput) error {
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID)
 	if err != nil {
 		return err
 	}
 	if in.Unknown {
-		_, err = store.FailPendingShipment(ctx, a.Store.Pool, ids[0], ids[1], in.Reason)
+		_, err = store.FailPendingShipment(ctx, a.Store.Pool, ids[0], ids[1], TenantText(in.Reason))
 	} else {
 		_, err = store.DeletePendingShipment(ctx, a.Store.Pool, ids[0], ids[1])
 	}
@@ -776,7 +793,15 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 		for _, row := range rows {
 			run, err := DescribeWaitingRun(ctx, c, k.prefix+row.ID.String(), row.Since)
 			if err != nil {
-				return out, err
+				// Temporal unavailable ends the step (the next run tries
+				// again); any other failure is this row's: the others are
+				// still settled (as ReconcileKind does).
+				if ctx.Err() != nil || isUnavailable(err) {
+					return out, err
+				}
+				a.log().WarnContext(ctx, "reconcile: describe", "workflow_id", k.prefix+row.ID.String(),
+					"organization_id", row.OrganizationID, "error", err)
+				continue
 			}
 			if run.Open {
 				out.Running++
@@ -786,7 +811,7 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 				return out, err
 			}
 			a.log().WarnContext(ctx, "pending row reconciled", "workflow_id", k.prefix+row.ID.String(),
-				"organization_id", row.OrganizationID, "missing", run.Missing, "reason", run.Reason)
+				"organization_id", row.OrganizationID, "missing", run.Missing, "reason", run.Reason, "detail", run.Detail)
 		}
 	}
 	return out, nil

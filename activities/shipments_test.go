@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -329,7 +330,7 @@ func TestReconcileShipments(t *testing.T) {
 	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, terminated)
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentException, sh.Status)
-	require.Contains(t, string(sh.CarrierResponse), "(the workflow run was terminated in Temporal)")
+	require.Contains(t, string(sh.CarrierResponse), "(stopped by an operator)")
 	require.Contains(t, string(sh.CarrierResponse), "may or may not have been bought")
 	for _, id := range []uuid.UUID{running, fresh} {
 		sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
@@ -357,6 +358,26 @@ func TestReconcileShipments(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, ReconcileShipmentsResult{Running: 1}, res)
+
+	// A describe refused for one row is logged and skipped: the rows after
+	// it are still settled. Temporal unavailable ends the step.
+	refused, after := shipment(old.Add(time.Second)), shipment(old.Add(2*time.Second))
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	tc.On("DescribeWorkflowExecution", mock.Anything, ShipmentLabelIDPrefix+refused.String(), "").
+		Return(nil, serviceerror.NewPermissionDenied("no", "")).Once()
+	describe(ShipmentLabelIDPrefix+after.String(), none)
+	val, err = env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, ReconcileShipmentsResult{Running: 1, Removed: 1}, res)
+	_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, after)
+	require.ErrorIs(t, err, store.ErrNotFound, "settled after the refused row")
+
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	tc.On("DescribeWorkflowExecution", mock.Anything, ShipmentLabelIDPrefix+refused.String(), "").
+		Return(nil, serviceerror.NewUnavailable("down")).Once()
+	_, err = env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.Error(t, err, "Temporal unavailable ends the step")
 }
 
 // TestBuyShipmentLabelAgainstSandbox: the label purchase activity and its
@@ -444,4 +465,96 @@ func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
 	require.True(t, errors.As(err, &appErr))
 	require.NoError(t, appErr.Details(&failure))
 	require.Equal(t, "carrier_account_not_active", failure.APICode)
+}
+
+// A purchase whose outcome is unknown stores its reason as a tenant may
+// read it: a failed record step's database text is not kept.
+func TestEndPurchaseStoresTenantText(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	shID, pID := uuid.New(), uuid.New()
+	_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status)
+		VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending')`, shID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time)
+		VALUES ($1, $2, $3, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00')`, pID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	raw := "the label 794 was bought but could not be recorded (failed to connect to `host=10.0.0.5 user=fos`: dial tcp 10.0.0.5:5432: connection refused (SQLSTATE 08006)) nor voided"
+
+	require.NoError(t, f.acts.EndShipmentPurchase(ctx, EndShipmentPurchaseInput{OrganizationID: f.orgID.String(), ShipmentID: shID.String(), Unknown: true, Reason: raw}))
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, shID)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentException, sh.Status)
+	for _, b := range [][]byte{sh.CarrierResponse, sh.Metadata} {
+		require.NotContains(t, string(b), "SQLSTATE")
+		require.NotContains(t, string(b), "10.0.0.5")
+	}
+	require.Contains(t, string(sh.Metadata), InternalFailureMessage)
+
+	require.NoError(t, f.acts.EndPickupBooking(ctx, EndPickupBookingInput{OrganizationID: f.orgID.String(), PickupID: pID.String(), Unknown: true, Reason: raw}))
+	p, err := store.PickupByID(ctx, f.st.Pool, f.orgID, pID)
+	require.NoError(t, err)
+	require.Equal(t, store.PickupFailed, p.Status)
+	require.NotContains(t, string(p.CarrierResponse), "SQLSTATE")
+	require.Contains(t, string(p.CarrierResponse), InternalFailureMessage)
+}
+
+// A database read that fails before the carrier call is the retryable
+// never-sent type the workflows repeat (spendOnceWith), never an unknown
+// outcome: nothing reached the carrier.
+func TestPurchaseReadFailureBeforeCarrierCallIsNotSent(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	shID, pID := uuid.New(), uuid.New()
+	_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status)
+		VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending')`, shID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time)
+		VALUES ($1, $2, $3, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00')`, pID, f.orgID, f.accountID)
+	require.NoError(t, err)
+	actionID := f.action("hold", store.ShipmentActionConfig{Reason: "other"})
+	buy := func(acts *ShipmentActivities) error {
+		_, err := acts.BuyShipmentLabel(ctx, BuyShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: shID.String(), CarrierAccountID: f.accountID.String()})
+		return err
+	}
+	book := func(acts *ShipmentActivities) error {
+		_, err := acts.BookPickup(ctx, BookPickupInput{OrganizationID: f.orgID.String(), PickupID: pID.String(), CarrierAccountID: f.accountID.String()})
+		return err
+	}
+	send := func(acts *ShipmentActivities) error {
+		_, err := acts.SendShipmentAction(ctx, SendShipmentActionInput{OrganizationID: f.orgID.String(), ActionID: actionID.String()})
+		return err
+	}
+	check := func(err error, typ string) {
+		t.Helper()
+		requireShipmentAppErr(t, err, typ, true)
+		var appErr *temporal.ApplicationError
+		require.True(t, errors.As(err, &appErr))
+		require.Contains(t, appErr.Message(), "nothing was sent to the carrier")
+		if typ == ErrTypeCarrierNotSent {
+			var cf CarrierFailure
+			require.NoError(t, appErr.Details(&cf), "a purchase failure carries its CarrierFailure")
+			require.Equal(t, appErr.Message(), cf.Message)
+		}
+	}
+
+	// The first read fails (the database is unreachable).
+	pool, err := pgxpool.New(ctx, f.st.Pool.Config().ConnString())
+	require.NoError(t, err)
+	pool.Close()
+	down := &ShipmentActivities{Store: &store.Store{Pool: pool}, Secrets: f.box, Carriers: f.acts.Carriers}
+	check(buy(down), ErrTypeCarrierNotSent)
+	check(book(down), ErrTypeCarrierNotSent)
+	check(send(down), ErrTypeShipmentCarrierUnavailable)
+
+	// The carrier account's read fails.
+	_, err = f.st.Pool.Exec(ctx, `ALTER TABLE carrier_accounts RENAME TO carrier_accounts_away`)
+	require.NoError(t, err)
+	defer func() {
+		_, err := f.st.Pool.Exec(ctx, `ALTER TABLE carrier_accounts_away RENAME TO carrier_accounts`)
+		require.NoError(t, err)
+	}()
+	check(buy(f.acts), ErrTypeCarrierNotSent)
+	check(book(f.acts), ErrTypeCarrierNotSent)
+	check(send(f.acts), ErrTypeShipmentCarrierUnavailable)
 }

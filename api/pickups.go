@@ -459,7 +459,10 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// cancelPickupError maps a failed PickupCancel run to the API's errors.
+// cancelPickupError maps a failed PickupCancel run to the API's errors. A
+// run that ended without the carrier's answer (the activity timed out, the
+// run was cancelled or terminated) is 502 carrier_error saying the outcome
+// is unknown; messages reach the client through activities.TenantText.
 func (s *Server) cancelPickupError(r *http.Request, carrier string, err error) error {
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) {
@@ -467,20 +470,29 @@ func (s *Server) cancelPickupError(r *http.Request, carrier string, err error) e
 			s.log.WarnContext(r.Context(), "pickup cancel workflow unreachable", append(logAttrs(r), "error", err.Error())...)
 			return errTemporalUnavailable()
 		}
+		var timeoutErr *temporal.TimeoutError
+		var canceledErr *temporal.CanceledError
+		var terminatedErr *temporal.TerminatedError
+		var runErr *temporal.WorkflowExecutionError
+		if errors.As(err, &timeoutErr) || errors.As(err, &canceledErr) || errors.As(err, &terminatedErr) || errors.As(err, &runErr) {
+			s.log.WarnContext(r.Context(), "pickup cancellation outcome unknown", append(logAttrs(r), "error", err.Error())...)
+			return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: carrier +
+				" did not answer the cancellation in time; the pickup may or may not be cancelled: check its status and cancel it again if it is still confirmed"}
+		}
 		return err
 	}
 	switch appErr.Type() {
 	case activities.ErrTypePickupNotCancellable:
-		return errBadRequest("invalid_state", appErr.Message())
+		return errBadRequest("invalid_state", activities.TenantText(appErr.Message()))
 	case activities.ErrTypePurchaseGone:
 		return errNotFound("pickup")
 	}
 	var f activities.CarrierFailure
 	if appErr.HasDetails() && appErr.Details(&f) == nil && f.APICode != "" {
-		return errBadRequest(f.APICode, f.Message)
+		return errBadRequest(f.APICode, activities.TenantText(f.Message))
 	}
 	s.log.WarnContext(r.Context(), "pickup cancellation failed", append(logAttrs(r), "error", err.Error())...)
-	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: carrier + " refused to cancel the pickup: " + appErr.Message()}
+	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: carrier + " refused to cancel the pickup: " + activities.TenantText(appErr.Message())}
 }
 
 // pickupRefusalField names the request field a carrier's refusal of a

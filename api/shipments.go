@@ -778,19 +778,22 @@ func (s *Server) shipmentCarrierError(r *http.Request, what string, err error) e
 // a refusal before any carrier call is 400 with its code; other carrier
 // failures and unknown outcomes are 502 carrier_error with what the client
 // may read (what: "carrier_a could not create the label"); a record gone
-// meanwhile is 409.
+// meanwhile is 409. The workflow's messages may carry the text of a
+// failed record step (Go, database errors): each goes through
+// activities.TenantText; the full text is logged.
 func (s *Server) purchaseFailure(r *http.Request, what string, res workflows.PurchaseResult, field func(code, msg string) string) error {
 	f := res.Failure
 	s.log.WarnContext(r.Context(), "purchase failed", append(logAttrs(r), "what", what, "id", res.ID, "outcome", res.Outcome, "message", res.Message)...)
+	message := activities.TenantText(res.Message)
 	switch {
 	case res.Outcome == workflows.PurchaseUnknown:
-		return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + res.Message}
+		return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + message}
 	case f == nil:
-		return errConflict(res.Message)
+		return errConflict(message)
 	case f.APICode != "":
-		return errBadRequest(f.APICode, f.Message)
+		return errBadRequest(f.APICode, activities.TenantText(f.Message))
 	case f.NotSupported:
-		return errBadRequest("not_supported", f.Message)
+		return errBadRequest("not_supported", activities.TenantText(f.Message))
 	case f.Invalid && res.Outcome == workflows.PurchaseRefused:
 		msg := f.CarrierMessage
 		if msg == "" {
@@ -800,9 +803,9 @@ func (s *Server) purchaseFailure(r *http.Request, what string, res workflows.Pur
 		if n := field(f.Code, msg); n != "" {
 			name = n
 		}
-		return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + msg})
+		return errValidation(FieldError{Field: name, Message: "refused by the carrier: " + activities.TenantText(msg)})
 	}
-	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + res.Message}
+	return &Error{Status: http.StatusBadGateway, Code: "carrier_error", Message: what + ": " + message}
 }
 
 // purchaseNamespace is the UUIDv5 namespace of purchaseID.
@@ -1335,7 +1338,23 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 	}
 	in := workflows.ShipmentActionInput{OrganizationID: p.OrganizationID.String(), ShipmentID: sh.ID.String(), ActionID: actionID.String()}
 	opts := worker.StartOptions(wfID, s.taskQueue, in.OrganizationID, map[string]any{"shipmentId": in.ShipmentID, "actionId": in.ActionID})
+	// The id is never reused: a run that closed without recording its
+	// outcome (failed, terminated) may have sent the change, so a retry
+	// must not send it again.
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 	if _, err := s.startStableWorkflow(r, opts, act.CreatedAt, workflows.ShipmentAction, in); err != nil {
+		var started *serviceerror.WorkflowExecutionAlreadyStarted
+		if errors.As(err, &started) {
+			// A closed run: the record's status is the answer; a record
+			// still pending is the reconciler's (Maintenance) to settle.
+			s.log.WarnContext(ctx, "shipment action run already closed", append(logAttrs(r), "workflow_id", wfID, "status", act.Status)...)
+			cur, cerr := store.ShipmentActionByID(ctx, s.store.Pool, p.OrganizationID, actionID)
+			if cerr != nil {
+				return cerr
+			}
+			writeJSON(w, shipmentActionStatus, shipmentActionCreatedJSON{ActionID: actionID, Status: cur.Status})
+			return nil
+		}
 		if isStartUnknown(err) {
 			// The run may exist: the pending record stays, for it or for
 			// the reconciler (Maintenance), which fails it if no run does.

@@ -622,6 +622,13 @@ func TestShipmentUpdateAndDelete(t *testing.T) {
 // its action id.
 func expectShipmentActionStart(t *testing.T, tc *mocks.Client, orgID, shipmentID string, got *string) {
 	t.Helper()
+	expectShipmentActionStartErr(t, tc, orgID, shipmentID, got, nil)
+}
+
+// expectShipmentActionStartErr expects one ShipmentAction start (its id
+// never reused) answered with err.
+func expectShipmentActionStartErr(t *testing.T, tc *mocks.Client, orgID, shipmentID string, got *string, err error) {
+	t.Helper()
 	run := mocks.NewWorkflowRun(t)
 	run.On("GetID").Return("x").Maybe()
 	run.On("GetRunID").Return("run-1").Maybe()
@@ -630,6 +637,7 @@ func expectShipmentActionStart(t *testing.T, tc *mocks.Client, orgID, shipmentID
 			org, ok := o.TypedSearchAttributes.GetKeyword(worker.OrganizationIDKey)
 			return strings.HasPrefix(o.ID, "shipment-action/") && o.TaskQueue == "fos-test" &&
 				o.WorkflowIDConflictPolicy == enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING &&
+				o.WorkflowIDReusePolicy == enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE &&
 				ok && org == orgID && o.Memo["shipmentId"] == shipmentID && o.ID == "shipment-action/"+o.Memo["actionId"].(string)
 		}),
 		mock.MatchedBy(func(fn any) bool {
@@ -639,7 +647,12 @@ func expectShipmentActionStart(t *testing.T, tc *mocks.Client, orgID, shipmentID
 			*got = in.ActionID
 			return in.OrganizationID == orgID && in.ShipmentID == shipmentID
 		}),
-	).Return(run, nil).Once()
+	).Return(func(context.Context, client.StartWorkflowOptions, any, ...any) (client.WorkflowRun, error) {
+		if err != nil {
+			return nil, err
+		}
+		return run, nil
+	}).Once()
 }
 
 // shpExecOnly is the real Temporal client (purchases run) whose
@@ -737,6 +750,27 @@ func TestShipmentActionStartsWorkflow(t *testing.T) {
 	require.Equal(t, map[string]any{"actionId": first, "status": "completed"}, res.Body)
 	list := e.do(owner.caller, "GET", path, nil).list()
 	require.Len(t, list, 7)
+
+	// A run that closed without recording its outcome (it failed after
+	// sending, or was terminated) leaves the action pending: a retry is
+	// refused by Temporal (the id is never reused), answers pending and
+	// keeps the record for the reconciler; nothing is sent again.
+	var third string
+	expectShipmentActionStart(t, tc, owner.org, id, &third)
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-2")
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `DELETE FROM idempotency_keys`)
+	require.NoError(t, err)
+	var again string
+	expectShipmentActionStartErr(t, tc, owner.org, id, &again,
+		serviceerror.NewWorkflowExecutionAlreadyStarted("workflow execution already started", "", "run-1"))
+	res = e.do(owner.caller, "POST", path, hold, "Idempotency-Key", "hold-2")
+	require.Equal(t, 202, res.Code, "%s", res.Raw)
+	require.Equal(t, map[string]any{"actionId": third, "status": "pending"}, res.Body)
+	require.Equal(t, third, again)
+	res = e.do(owner.caller, "GET", path+"/"+third, nil)
+	require.Equal(t, 200, res.Code, "the pending record stays")
+	require.Equal(t, "pending", res.data()["status"])
 	require.Equal(t, map[string]any{"address": map[string]any{"street": "1 Pike St", "city": "Seattle", "state": "WA", "zip": "98101", "country": "US"}},
 		list[5]["config"])
 }

@@ -92,7 +92,7 @@ func TestMaintenanceReconcilesOrphanedRateComparisons(t *testing.T) {
 
 	d := data(s.do(200, "GET", "/api/v1/rate-comparisons/"+terminated, nil))
 	require.Equal(t, "failed", d["status"])
-	require.Contains(t, d["error"], "terminated in Temporal: stuck on a bad deploy")
+	require.Contains(t, d["error"], "stopped by an operator: stuck on a bad deploy")
 	require.Contains(t, d["error"], "process the comparison again")
 	// And it can be processed again through the API.
 	require.Equal(t, "processing", data(s.do(202, "POST", "/api/v1/rate-comparisons/"+terminated+"/process", nil))["status"])
@@ -137,6 +137,7 @@ func TestMaintenanceReconcilesTerminatedRegistration(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond)
 	a, err := store.CarrierAccountByID(ctx, s.store.Pool, uuid.MustParse(orgID), ra.Account.ID)
 	require.NoError(t, err)
-	require.Contains(t, *a.LastError, "terminated in Temporal: customer gave up")
+	require.Contains(t, *a.LastError, "stopped by an operator: customer gave up")
+	require.NotContains(t, *a.LastError, "@", "the terminator's identity (pid@host) is logged, not stored")
 	require.Contains(t, *a.LastError, "register the account again")
 }

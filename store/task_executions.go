@@ -128,9 +128,9 @@ func StaleTaskExecutions(ctx context.Context, db DBTX, cutoff time.Time, limit i
 // ResetSyncPaging drops the paging in flight of a bridge's sync (a page
 // cursor the platform no longer accepts): the next sync starts again from
 // the high-water mark, so nothing is skipped.
-func ResetSyncPaging(ctx context.Context, db DBTX, bridgeID uuid.UUID, task string) error {
+func ResetSyncPaging(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, task string) error {
 	_, err := db.Exec(ctx, `UPDATE bridge_sync_cursors SET page_cursor = NULL, run_since = NULL, run_high_water = NULL,
- last_page = NULL, updated_at = now() WHERE bridge_id = $1 AND task_name = $2`, bridgeID, task)
+ last_page = NULL, updated_at = now() WHERE organization_id = $1 AND bridge_id = $2 AND task_name = $3`, orgID, bridgeID, task)
 	return mapErr(err)
 }
 
@@ -157,10 +157,10 @@ type SyncCursor struct {
 }
 
 // GetSyncCursor reads a bridge's cursor for a task (the zero SyncCursor
-// when there is none yet).
-func GetSyncCursor(ctx context.Context, db DBTX, bridgeID uuid.UUID, task string) (SyncCursor, error) {
+// when there is none yet, or the bridge is another organization's).
+func GetSyncCursor(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, task string) (SyncCursor, error) {
 	rows, _ := db.Query(ctx, `SELECT since, page_cursor, run_since, run_high_water, last_page
- FROM bridge_sync_cursors WHERE bridge_id = $1 AND task_name = $2`, bridgeID, task)
+ FROM bridge_sync_cursors WHERE organization_id = $1 AND bridge_id = $2 AND task_name = $3`, orgID, bridgeID, task)
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[SyncCursor])
 	if mapErr(err) == ErrNotFound {
 		return SyncCursor{}, nil

@@ -99,7 +99,7 @@ func TestSyncCursorResumesAndNeverMovesBack(t *testing.T) {
 	b := bridgeTestCreate(t, s, bridgeTestBox(t), org, platforms.TypeStorefrontA, "Shop", map[string]any{"shopDomain": "x.example.com", "accessToken": "t"})
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 
-	c, err := store.GetSyncCursor(ctx, s.Pool, b.ID, "grab-orders")
+	c, err := store.GetSyncCursor(ctx, s.Pool, org, b.ID, "grab-orders")
 	require.NoError(t, err)
 	require.Nil(t, c.Since)
 	require.Nil(t, c.PageCursor)
@@ -114,7 +114,7 @@ func TestSyncCursorResumesAndNeverMovesBack(t *testing.T) {
 	}
 	// Page 1 of a run: the paging is kept, since is not moved yet.
 	page("p2", t0.Add(2*time.Minute), batchTestOrder("1", t0))
-	c, err = store.GetSyncCursor(ctx, s.Pool, b.ID, "grab-orders")
+	c, err = store.GetSyncCursor(ctx, s.Pool, org, b.ID, "grab-orders")
 	require.NoError(t, err)
 	require.Nil(t, c.Since)
 	require.Equal(t, "p2", *c.PageCursor)
@@ -127,9 +127,20 @@ func TestSyncCursorResumesAndNeverMovesBack(t *testing.T) {
 	require.NoError(t, json.Unmarshal(last.Result, &lastRes))
 	require.Equal(t, 1, lastRes.Created)
 
+	// Another organization neither reads nor resets the bridge's cursor.
+	other := bridgeTestOrg(t, s)
+	c, err = store.GetSyncCursor(ctx, s.Pool, other, b.ID, "grab-orders")
+	require.NoError(t, err)
+	require.Nil(t, c.PageCursor)
+	require.Nil(t, c.LastPage)
+	require.NoError(t, store.ResetSyncPaging(ctx, s.Pool, other, b.ID, "grab-orders"))
+	c, err = store.GetSyncCursor(ctx, s.Pool, org, b.ID, "grab-orders")
+	require.NoError(t, err)
+	require.Equal(t, "p2", *c.PageCursor, "untouched by another organization")
+
 	// Last page with an older high-water: since is the run's newest.
 	page("", t0.Add(time.Minute), batchTestOrder("2", t0))
-	c, err = store.GetSyncCursor(ctx, s.Pool, b.ID, "grab-orders")
+	c, err = store.GetSyncCursor(ctx, s.Pool, org, b.ID, "grab-orders")
 	require.NoError(t, err)
 	require.True(t, c.Since.Equal(t0.Add(2*time.Minute)), "%v", c.Since)
 	require.Nil(t, c.PageCursor)
@@ -137,7 +148,7 @@ func TestSyncCursorResumesAndNeverMovesBack(t *testing.T) {
 
 	// A later run that saw only older orders never moves since back.
 	page("", t0)
-	c, err = store.GetSyncCursor(ctx, s.Pool, b.ID, "grab-orders")
+	c, err = store.GetSyncCursor(ctx, s.Pool, org, b.ID, "grab-orders")
 	require.NoError(t, err)
 	require.True(t, c.Since.Equal(t0.Add(2*time.Minute)))
 }

@@ -187,6 +187,14 @@ var (
 			NonRetryableErrorTypes: activities.PermanentRegistrationErrorTypes,
 		},
 	}
+	// pinRequestOptions: RequestCarrierPIN makes the carrier send an SMS
+	// or a call through the service's carrier project: one attempt, since
+	// a retry after a timeout may send a second message; the client asks
+	// again (pinRequestOnceVersion).
+	pinRequestOptions = workflow.ActivityOptions{
+		StartToCloseTimeout: registrationCallOptions.StartToCloseTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 1},
+	}
 	// registrationEndOptions: one write, retried longer (it is the only
 	// trace of an expiry).
 	registrationEndOptions = workflow.ActivityOptions{
@@ -469,6 +477,10 @@ func (r *registration) register(ctx workflow.Context, args RegisterArgs) (Regist
 	return out, nil
 }
 
+// pinRequestOnceVersion made the PIN request a single attempt
+// (pinRequestOptions); runs recorded before it keep their retries.
+const pinRequestOnceVersion = "pin-request-once"
+
 func (r *registration) requestPIN(ctx workflow.Context, args RequestPINArgs) (RequestPINResult, error) {
 	unlock, err := r.lock(ctx, r.notWaiting)
 	if err != nil {
@@ -477,7 +489,11 @@ func (r *registration) requestPIN(ctx workflow.Context, args RequestPINArgs) (Re
 	defer unlock()
 	var a *activities.CarrierAccountActivities
 	var res activities.RequestCarrierPINResult
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, registrationCallOptions), a.RequestCarrierPIN, activities.RequestCarrierPINInput{
+	opts := registrationCallOptions
+	if workflow.GetVersion(ctx, pinRequestOnceVersion, workflow.DefaultVersion, 1) != workflow.DefaultVersion {
+		opts = pinRequestOptions
+	}
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), a.RequestCarrierPIN, activities.RequestCarrierPINInput{
 		OrganizationID: r.in.OrganizationID,
 		AccountID:      r.in.AccountID,
 		Option:         strings.ToUpper(strings.TrimSpace(args.Option)),

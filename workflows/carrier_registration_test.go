@@ -316,6 +316,31 @@ func (s *carrierRegistrationSuite) TestUnknownAccountNumberDeletesTheNewAccount(
 	s.env.AssertActivityNumberOfCalls(s.T(), "RegisterCarrierAccount", 1)
 }
 
+// A PIN request sends an SMS or a call: a failed attempt (a timeout after
+// the carrier may have sent it) is not repeated; the client asks again.
+func (s *carrierRegistrationSuite) TestPINRequestIsNotRetried() {
+	s.expectRegister(mfaResult(), nil)
+	s.env.OnActivity(ca.RequestCarrierPIN, mock.Anything, mock.Anything).
+		Return(activities.RequestCarrierPINResult{}, temporal.NewApplicationError("carrier_a is unavailable: the call did not complete in time", activities.ErrTypeRegistrationCarrierUnavailable)).Once()
+	s.env.OnActivity(ca.RequestCarrierPIN, mock.Anything, mock.Anything).
+		Return(activities.RequestCarrierPINResult{Message: "sent secured Pin"}, nil).Once()
+	s.env.OnActivity(ca.VerifyCarrierPIN, mock.Anything, mock.Anything).Return(activities.VerifyCarrierResult{Verified: true}, nil).Once()
+
+	s.update(0, "register", RegistrationUpdateRegister, regArgs(true))
+	s.update(time.Second, "pin", RegistrationUpdateRequestPIN, RequestPINArgs{Option: "SMS"})
+	s.update(2*time.Second, "pin-again", RegistrationUpdateRequestPIN, RequestPINArgs{Option: "SMS"})
+	s.update(3*time.Second, "right", RegistrationUpdateVerifyPIN, VerifyPINArgs{PIN: "123456"})
+	s.env.ExecuteWorkflow(CarrierRegistration, regInput(time.Hour))
+
+	typ, _ := s.failure("pin")
+	s.Equal(activities.ErrTypeRegistrationCarrierUnavailable, typ)
+	var pin RequestPINResult
+	s.decode("pin-again", &pin)
+	s.True(pin.Success)
+	s.Equal(RegistrationPhaseCompleted, s.result().Status)
+	s.env.AssertActivityNumberOfCalls(s.T(), "RequestCarrierPIN", 2)
+}
+
 func (s *carrierRegistrationSuite) TestCarrierUnavailableIsRetriedThenReported() {
 	down := temporal.NewApplicationError("carrier_a is unavailable: Service Unavailable", activities.ErrTypeRegistrationCarrierUnavailable)
 	s.env.OnActivity(ca.RegisterCarrierAccount, mock.Anything, mock.Anything).Return(activities.RegisterCarrierAccountResult{}, down)
