@@ -18,16 +18,17 @@ func TestComposeRequiresSecretsAndGuardsTheUI(t *testing.T) {
 	b, err := os.ReadFile("../docker-compose.yml")
 	require.NoError(t, err)
 	compose := string(b)
-	for _, v := range []string{"FOS_ENCRYPTION_KEY", "FOS_JWT_SECRET", "POSTGRES_PASSWORD", "FOS_CODEC_TOKEN"} {
+	for _, v := range []string{"FOS_ENCRYPTION_KEY", "FOS_JWT_SECRET", "POSTGRES_PASSWORD"} {
 		require.NotRegexp(t, regexp.MustCompile(`\$\{`+v+`:?-`), compose, "%s has a fallback value", v)
 		require.Contains(t, compose, "${"+v+":?", "%s is not required", v)
 	}
 	require.Contains(t, compose, `"127.0.0.1:8233:8080"`, "the Temporal UI is published on loopback only")
 	require.NotRegexp(t, regexp.MustCompile(`(?m)^\s*- "8233:`), compose)
 	require.Contains(t, compose, "TEMPORAL_DISABLE_WRITE_ACTIONS: ${TEMPORAL_DISABLE_WRITE_ACTIONS:-true}")
-	// The codec endpoint (decoded payloads) needs its token and is
-	// published on loopback only.
-	require.Contains(t, compose, "FOS_CODEC_TOKEN: ${FOS_CODEC_TOKEN:?", "the codec endpoint requires a bearer token")
+	// The codec endpoint (decoded payloads) is published on loopback only,
+	// the UI decodes through it, and a token can lock it.
+	require.Contains(t, compose, "TEMPORAL_CODEC_ENDPOINT: http://127.0.0.1:8234/codec")
+	require.Contains(t, compose, "FOS_CODEC_TOKEN: ${FOS_CODEC_TOKEN:-}")
 	require.Contains(t, compose, `"127.0.0.1:8234:8234"`)
 	require.NotRegexp(t, regexp.MustCompile(`(?m)^\s*- "8234:`), compose)
 
@@ -38,7 +39,7 @@ func TestComposeRequiresSecretsAndGuardsTheUI(t *testing.T) {
 	env, err := os.ReadFile("../.env.example")
 	require.NoError(t, err)
 	for _, line := range strings.Split(string(env), "\n") {
-		for _, v := range []string{"FOS_ENCRYPTION_KEY=", "FOS_JWT_SECRET=", "POSTGRES_PASSWORD=", "FOS_CODEC_TOKEN="} {
+		for _, v := range []string{"FOS_ENCRYPTION_KEY=", "FOS_JWT_SECRET=", "POSTGRES_PASSWORD="} {
 			if strings.HasPrefix(line, v) {
 				require.Equal(t, v, line, ".env.example must not carry a value for %s", v)
 			}
