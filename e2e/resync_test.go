@@ -22,6 +22,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -30,6 +31,7 @@ import (
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/devenv"
 	"github.com/fos-dev/fos/payloadcodec/codectest"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/sandboxapi"
@@ -98,10 +100,11 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 
 	var ts *temporaltest.TestServer
 	clientOpts := temporaltest.WithBaseClientOptions(client.Options{DataConverter: dataConverter, FailureConverter: codectest.FailureConverter()})
+	serverOpts := temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(devenv.DynamicConfig()))
 	if tt, ok := t.(*testing.T); ok {
-		ts = temporaltest.NewServer(temporaltest.WithT(tt), clientOpts)
+		ts = temporaltest.NewServer(temporaltest.WithT(tt), clientOpts, serverOpts)
 	} else {
-		ts = temporaltest.NewServer(clientOpts)
+		ts = temporaltest.NewServer(clientOpts, serverOpts)
 		t.Cleanup(ts.Stop)
 	}
 	c := ts.GetDefaultClient()
