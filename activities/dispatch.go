@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
@@ -108,6 +109,10 @@ func (a *DispatchActivities) PushDispatch(ctx context.Context, in DispatchInput)
 			fmt.Sprintf("the destination bridge %q (%s) cannot accept orders", b.Name, b.Type), ErrTypeCannotAcceptOrders, nil)
 	}
 	res, err := pusher.PushOrder(ctx, pb, PlatformOrder(order), "fos-"+order.ID.String())
+	if errors.Is(err, platforms.ErrOrdersNotAccepted) {
+		return PushDispatchResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("the destination bridge %q (%s) cannot accept orders", b.Name, b.Type), ErrTypeCannotAcceptOrders, nil)
+	}
 	if err != nil {
 		return PushDispatchResult{}, bt.taskPlatformError(ctx, b, err)
 	}
@@ -184,4 +189,36 @@ func PlatformOrder(o store.Order) platforms.Order {
 		out.Totals.Total = o.Total
 	}
 	return out
+}
+
+// DispatchStartBound is how long an assignment may stay pending or
+// processing before the reconciler asks Temporal about its run.
+const DispatchStartBound = 5 * time.Minute
+
+// dispatchKind: an assignment pending or processing. A missing run (its
+// start was lost, or Temporal had none: the process endpoint was never
+// called) is started again: the run is safe to repeat (the push is keyed
+// by the order). A closed run that left the row waiting (terminated in
+// the Temporal UI) fails it with the reason, for retry.
+func (a *MaintenanceActivities) dispatchKind() WaitingKind {
+	k := WaitingKind{
+		Name:       "dispatch assignment",
+		Stale:      store.StaleAssignments,
+		Bound:      DispatchStartBound,
+		WorkflowID: func(row store.WaitingRow) string { return rules.DispatchWorkflowID(row.ID) },
+		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			ok, err := store.FinishAssignment(ctx, a.Store, row.OrganizationID, row.ID, store.AssignmentOutcome{
+				Status: store.AssignmentFailed, ErrorMessage: "the dispatch did not finish: " + reason})
+			if errors.Is(err, store.ErrNotFound) {
+				return false, nil
+			}
+			return ok, err
+		},
+	}
+	if a.StartDispatch != nil {
+		k.Restart = func(ctx context.Context, row store.WaitingRow) error {
+			return a.StartDispatch(ctx, row.OrganizationID, row.ID)
+		}
+	}
+	return k
 }

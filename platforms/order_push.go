@@ -3,6 +3,8 @@ package platforms
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -31,7 +33,25 @@ const (
 	PushKindCart        = "cart"
 )
 
-var _ OrderPusher = (*ShippingHubA)(nil)
+// ErrOrdersNotAccepted: the bridge's platform does not take orders from
+// the service (a connector that implements OrderPusher for some bridge
+// types only, as the sandbox connector).
+var ErrOrdersNotAccepted = errors.New("the platform does not accept orders")
+
+var (
+	_ OrderPusher = (*ShippingHubA)(nil)
+	_ OrderPusher = (*sandboxConnector)(nil)
+)
+
+// PushOrder implements OrderPusher for the sandbox connector: a
+// shipping_hub_a bridge's orders go to the hub sandbox's createorder (the
+// hub connector's call); other types do not accept orders here.
+func (c *sandboxConnector) PushOrder(ctx context.Context, b Bridge, o Order, key string) (OrderPushResult, error) {
+	if b.Type != TypeShippingHubA {
+		return OrderPushResult{}, fmt.Errorf("%s: %w", b.Type, ErrOrdersNotAccepted)
+	}
+	return NewShippingHubA(c.baseURL+"/platforms/shipping_hub_a", c.client).PushOrder(ctx, b, o, key)
+}
 
 // hubCreateOrder is the body of POST /orders/createorder: the hub creates
 // the order, or updates the one with the same orderKey.

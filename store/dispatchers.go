@@ -427,11 +427,11 @@ UPDATE dispatch_assignments
 	return done, err
 }
 
-// WaitingAssignments lists assignments pending or processing since before
-// a time, oldest first, for the reconciler.
-func WaitingAssignments(ctx context.Context, db DBTX, before time.Time, limit int) ([]DispatchAssignment, error) {
-	rows, _ := db.Query(ctx, `SELECT `+assignmentCols+` FROM dispatch_assignments
- WHERE status IN ('pending', 'processing') AND updated_at < $1 ORDER BY updated_at LIMIT $2`, before, limit)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[DispatchAssignment])
+// StaleAssignments lists up to limit assignments pending or processing
+// since before cutoff, oldest first, for the reconciler.
+func StaleAssignments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, updated_at AS since FROM dispatch_assignments
+ WHERE status IN ('pending', 'processing') AND updated_at < $1 ORDER BY updated_at LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }
