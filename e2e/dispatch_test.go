@@ -43,10 +43,10 @@ func (s *stack) dispatchAccount() (key, shop, hub, hubKey, dispatcher string) {
 func dispatchOrderBody(bridge, ext string, total float64) map[string]any {
 	return map[string]any{
 		"bridge_id": bridge, "external_id": ext, "order_number": "#" + ext, "status": "confirmed",
-		"customer": map[string]any{"email": "jane@example.com", "firstName": "Jane", "lastName": "Doe"},
+		"customer":         map[string]any{"email": "jane@example.com", "firstName": "Jane", "lastName": "Doe"},
 		"shipping_address": map[string]any{"name": "Jane Doe", "address1": "1 Main St", "city": "Austin", "provinceCode": "TX", "zip": "78701", "countryCode": "US"},
-		"line_items": []any{map[string]any{"sku": "SKU-" + ext, "name": "Thing", "quantity": 1, "unitPrice": total, "totalPrice": total, "requiresShipping": true, "taxable": true}},
-		"totals":     map[string]any{"subtotal": total, "shipping": 0, "tax": 0, "discount": 0, "total": total},
+		"line_items":       []any{map[string]any{"sku": "SKU-" + ext, "name": "Thing", "quantity": 1, "unitPrice": total, "totalPrice": total, "requiresShipping": true, "taxable": true}},
+		"totals":           map[string]any{"subtotal": total, "shipping": 0, "tax": 0, "discount": 0, "total": total},
 	}
 }
 
