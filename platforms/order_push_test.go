@@ -1,0 +1,76 @@
+package platforms_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/sandboxapi"
+)
+
+func pushTestOrder(total float64) platforms.Order {
+	addr := &platforms.Address{Name: "Jane Doe", Address1: "1 Main St", City: "Austin", ProvinceCode: "TX", Zip: "78701", CountryCode: "US"}
+	return platforms.Order{
+		OrderNumber: "#P-1", PaymentStatus: "paid", Customer: platforms.Customer{Email: "jane@example.com", FirstName: "Jane", LastName: "Doe"},
+		ShippingAddress: addr, LineItems: []platforms.LineItem{{ExternalID: "l1", SKU: "SKU-1", Name: "Thing", Quantity: 2, UnitPrice: total / 2}},
+		Totals: platforms.Totals{Subtotal: total, Total: total}, OrderedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	}
+}
+
+// createorder is create-or-update by orderKey: a second push with the same
+// key updates the hub's order, never adds one.
+func TestShippingHubAPushOrderIsKeyed(t *testing.T) {
+	srv := newSandbox(t)
+	c := platforms.NewShippingHubA(srv.URL+"/platforms/shipping_hub_a", srv.Client(), platforms.ListLimit(100))
+	ctx := context.Background()
+	b := hubBridge("apiKey", "push-key-1", "apiSecret", "s3cret")
+
+	first, err := c.PushOrder(ctx, b, pushTestOrder(40), "fos-order-1")
+	require.NoError(t, err)
+	require.NotEmpty(t, first.ExternalID)
+	require.Equal(t, platforms.PushKindFulfillment, first.Kind)
+	again, err := c.PushOrder(ctx, b, pushTestOrder(60), "fos-order-1")
+	require.NoError(t, err)
+	require.Equal(t, first.ExternalID, again.ExternalID, "the same order, updated")
+
+	got, err := c.FetchOrder(ctx, b, first.ExternalID)
+	require.NoError(t, err)
+	require.Equal(t, "#P-1", got.OrderNumber)
+	require.InDelta(t, 60, got.Totals.Total, 0.001)
+	require.Equal(t, "Jane Doe", got.ShippingAddress.Name)
+	require.Len(t, got.LineItems, 1)
+
+	all, _ := listAll(t, c, b, time.Time{})
+	require.Len(t, all, sandboxapi.StoreOrderCount("push-key-1")+1)
+
+	other, err := c.PushOrder(ctx, b, pushTestOrder(10), "fos-order-2")
+	require.NoError(t, err)
+	require.NotEqual(t, first.ExternalID, other.ExternalID)
+
+	_, err = c.PushOrder(ctx, b, pushTestOrder(10), " ")
+	require.Error(t, err)
+}
+
+// The sandbox connector (FOS_SANDBOX=1) pushes hub orders to the hub
+// sandbox; other types do not take orders.
+func TestSandboxConnectorPushOrder(t *testing.T) {
+	srv := newSandbox(t)
+	conn := platforms.NewSandboxConnector(srv.URL, srv.Client())
+	pusher, ok := conn.(platforms.OrderPusher)
+	require.True(t, ok)
+	ctx := context.Background()
+	hub := platforms.Bridge{Type: platforms.TypeShippingHubA, Config: map[string]any{"apiKey": "push-key-2", "apiSecret": "s"}}
+	res, err := pusher.PushOrder(ctx, hub, pushTestOrder(40), "fos-order-9")
+	require.NoError(t, err)
+	hc := platforms.NewShippingHubA(srv.URL+"/platforms/shipping_hub_a", srv.Client())
+	got, err := hc.FetchOrder(ctx, hub, res.ExternalID)
+	require.NoError(t, err)
+	require.Equal(t, "#P-1", got.OrderNumber)
+
+	_, err = pusher.PushOrder(ctx, platforms.Bridge{Type: platforms.TypeStorefrontB, Config: map[string]any{}}, pushTestOrder(1), "k")
+	require.True(t, errors.Is(err, platforms.ErrOrdersNotAccepted), "%v", err)
+}
