@@ -108,7 +108,8 @@ func (a *DispatchActivities) PushDispatch(ctx context.Context, in DispatchInput)
 		return PushDispatchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the destination bridge %q (%s) cannot accept orders", b.Name, b.Type), ErrTypeCannotAcceptOrders, nil)
 	}
-	res, err := pusher.PushOrder(ctx, pb, PlatformOrder(order), "fos-"+order.ID.String())
+	res, err := pusher.PushOrder(ctx, pb, PlatformOrder(order),
+		platforms.PushRef{Key: "fos-" + order.ID.String(), Since: as.CreatedAt.Add(-time.Minute)})
 	if errors.Is(err, platforms.ErrOrdersNotAccepted) {
 		return PushDispatchResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the destination bridge %q (%s) cannot accept orders", b.Name, b.Type), ErrTypeCannotAcceptOrders, nil)

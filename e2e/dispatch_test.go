@@ -171,18 +171,38 @@ func TestDispatchToHubEndToEnd(t *testing.T) {
 	require.Zero(t, unsent)
 	require.EqualValues(t, over+1, data(s.mustCall(200, key, "GET", "/api/v1/dispatchers/"+disp, nil))["ordersAssigned"])
 
-	// A destination that cannot accept orders fails the assignment with the reason.
+	// Manual evaluate from the hub: to the storefront (an order created in
+	// the shop, sentToCart), and to a type that cannot accept orders (the
+	// assignment fails with the reason).
 	back := data(s.mustCall(201, key, "POST", "/api/v1/dispatchers", map[string]any{
 		"name": "Back to shop", "sourceBridgeIds": []any{hub}, "destinationBridgeId": shop, "triggerOn": []any{"manual"},
 		"conditions": []any{map[string]any{"field": "status", "operator": "exists"}},
 	}))["id"].(string)
+	shopB := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "storefront_b", "name": "Shop B", "config": map[string]any{"storeUrl": "https://shop-b.example.com", "consumerKey": "ck_e2e", "consumerSecret": "cs_e2e"},
+	}))["id"].(string)
+	toB := data(s.mustCall(201, key, "POST", "/api/v1/dispatchers", map[string]any{
+		"name": "To shop B", "sourceBridgeIds": []any{hub}, "destinationBridgeId": shopB, "triggerOn": []any{"manual"},
+		"conditions": []any{map[string]any{"field": "status", "operator": "exists"}},
+	}))["id"].(string)
 	hubOrder := data(s.mustCall(201, key, "POST", "/api/v1/orders", dispatchOrderBody(hub, "H-1", 5)))["id"].(string)
+	require.Empty(t, s.waitAssignments(key, back, 0, time.Second), "manual only: nothing on create")
 	ev := data(s.mustCall(200, key, "POST", "/api/v1/dispatchers/evaluate/"+hubOrder, nil))
-	require.Equal(t, float64(1), ev["assignmentsCreated"])
-	failed := s.waitAssignments(key, back, 1, 30*time.Second)[0]
+	require.Equal(t, float64(2), ev["assignmentsCreated"])
+	toShop := s.waitAssignments(key, back, 1, 30*time.Second)[0]
+	require.Equal(t, "completed", toShop["status"], "%v", toShop)
+	require.Equal(t, "manual", toShop["metadata"].(map[string]any)["trigger"])
+	cart := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+hubOrder, nil))
+	require.NotNil(t, cart["sentToCart"])
+	sfa := platforms.NewStorefrontA(s.sandbox.URL+"/platforms/storefront_a", s.sandbox.Client())
+	shopDomain := data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+shop, nil))["config"].(map[string]any)["shopDomain"].(string)
+	inShop, err := sfa.FetchOrder(ctx, platforms.Bridge{Type: platforms.TypeStorefrontA, Config: map[string]any{"shopDomain": shopDomain, "accessToken": "shpat_e2e"}},
+		toShop["metadata"].(map[string]any)["externalOrderId"].(string))
+	require.NoError(t, err)
+	require.Contains(t, inShop.Tags, "fos-"+hubOrder)
+	failed := s.waitAssignments(key, toB, 1, 30*time.Second)[0]
 	require.Equal(t, "failed", failed["status"])
 	require.Contains(t, failed["errorMessage"], "cannot accept orders")
-	require.Equal(t, "manual", failed["metadata"].(map[string]any)["trigger"])
 }
 
 // BenchmarkDispatchToHub measures dispatch throughput: 200 orders bulk

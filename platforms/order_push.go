@@ -6,16 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // OrderPusher is the optional capability of a connector whose platform
-// accepts orders from the service (a dispatcher's destination). Key is the
-// service's stable reference of the order (one per order and destination):
-// the platform keys the order by it, so a retried push updates the order it
-// made and never creates a second one.
+// accepts orders from the service (a dispatcher's destination). The
+// reference's Key is the service's stable reference of the order (one per
+// order and destination): the platform's order carries it, so a retried
+// push finds (or updates) the order an earlier attempt made and never
+// creates a second one.
 type OrderPusher interface {
-	PushOrder(ctx context.Context, b Bridge, o Order, key string) (OrderPushResult, error)
+	PushOrder(ctx context.Context, b Bridge, o Order, ref PushRef) (OrderPushResult, error)
+}
+
+// PushRef identifies a push: Key is carried by the platform's order;
+// Since is no later than the first attempt (the assignment's creation), so
+// a platform that can only be searched by creation time is searched from
+// there.
+type PushRef struct {
+	Key   string
+	Since time.Time
 }
 
 // OrderPushResult is the outcome of PushOrder.
@@ -41,16 +54,20 @@ var ErrOrdersNotAccepted = errors.New("the platform does not accept orders")
 var (
 	_ OrderPusher = (*ShippingHubA)(nil)
 	_ OrderPusher = (*sandboxConnector)(nil)
+	_ OrderPusher = (*StorefrontA)(nil)
 )
 
 // PushOrder implements OrderPusher for the sandbox connector: a
 // shipping_hub_a bridge's orders go to the hub sandbox's createorder (the
 // hub connector's call); other types do not accept orders here.
-func (c *sandboxConnector) PushOrder(ctx context.Context, b Bridge, o Order, key string) (OrderPushResult, error) {
-	if b.Type != TypeShippingHubA {
-		return OrderPushResult{}, fmt.Errorf("%s: %w", b.Type, ErrOrdersNotAccepted)
+func (c *sandboxConnector) PushOrder(ctx context.Context, b Bridge, o Order, ref PushRef) (OrderPushResult, error) {
+	switch b.Type {
+	case TypeShippingHubA:
+		return NewShippingHubA(c.baseURL+"/platforms/shipping_hub_a", c.client).PushOrder(ctx, b, o, ref)
+	case TypeStorefrontA:
+		return NewStorefrontA(c.baseURL+"/platforms/storefront_a", c.client).PushOrder(ctx, b, o, ref)
 	}
-	return NewShippingHubA(c.baseURL+"/platforms/shipping_hub_a", c.client).PushOrder(ctx, b, o, key)
+	return OrderPushResult{}, fmt.Errorf("%s: %w", b.Type, ErrOrdersNotAccepted)
 }
 
 // hubCreateOrder is the body of POST /orders/createorder: the hub creates
@@ -106,8 +123,8 @@ func hubPushAddressOf(a *Address, fallbackName string) hubPushAddress {
 // PushOrder implements OrderPusher: POST /orders/createorder, which the
 // hub treats as create-or-update by orderKey (the key given), so a retry
 // updates the order it made.
-func (c *ShippingHubA) PushOrder(ctx context.Context, b Bridge, o Order, key string) (OrderPushResult, error) {
-	key = strings.TrimSpace(key)
+func (c *ShippingHubA) PushOrder(ctx context.Context, b Bridge, o Order, ref PushRef) (OrderPushResult, error) {
+	key := strings.TrimSpace(ref.Key)
 	if key == "" {
 		return OrderPushResult{}, &Error{Code: CodeInvalidRequest, Message: "order push needs a key"}
 	}
@@ -147,4 +164,135 @@ func (c *ShippingHubA) PushOrder(ctx context.Context, b Bridge, o Order, key str
 		return OrderPushResult{}, badResponse("createorder response has no orderId", nil)
 	}
 	return OrderPushResult{ExternalID: out.OrderID.String(), Kind: PushKindFulfillment}, nil
+}
+
+// sfaPushOrder is the body of storefront_a's POST orders.json.
+type sfaPushOrder struct {
+	Email           string            `json:"email,omitempty"`
+	FinancialStatus string            `json:"financial_status,omitempty"`
+	Tags            string            `json:"tags"`
+	Note            string            `json:"note,omitempty"`
+	SourceName      string            `json:"source_name"`
+	Currency        string            `json:"currency,omitempty"`
+	Customer        map[string]string `json:"customer,omitempty"`
+	ShippingAddress *sfaPushAddress   `json:"shipping_address,omitempty"`
+	BillingAddress  *sfaPushAddress   `json:"billing_address,omitempty"`
+	LineItems       []sfaPushLine     `json:"line_items"`
+}
+
+type sfaPushAddress struct {
+	Name         string `json:"name"`
+	Company      string `json:"company,omitempty"`
+	Address1     string `json:"address1"`
+	Address2     string `json:"address2,omitempty"`
+	City         string `json:"city"`
+	ProvinceCode string `json:"province_code"`
+	CountryCode  string `json:"country_code"`
+	Zip          string `json:"zip"`
+	Phone        string `json:"phone,omitempty"`
+}
+
+type sfaPushLine struct {
+	Title    string `json:"title"`
+	SKU      string `json:"sku,omitempty"`
+	Quantity int    `json:"quantity"`
+	Price    string `json:"price"`
+}
+
+func sfaPushAddressOf(a *Address) *sfaPushAddress {
+	if a == nil {
+		return nil
+	}
+	return &sfaPushAddress{Name: a.Name, Company: a.Company, Address1: a.Address1, Address2: a.Address2, City: a.City,
+		ProvinceCode: a.ProvinceCode, CountryCode: a.CountryCode, Zip: a.Zip, Phone: a.Phone}
+}
+
+// storefrontAPushTag marks an order the service created: the push key is
+// one of the order's tags.
+func storefrontAHasTag(tags, key string) bool {
+	for _, t := range strings.Split(tags, ",") {
+		if strings.TrimSpace(t) == key {
+			return true
+		}
+	}
+	return false
+}
+
+// PushOrder implements OrderPusher: the order is created in the shop
+// (POST orders.json, source_name "fos") with the push key as a tag. The
+// REST Admin API has no search by tag, so an earlier attempt's order is
+// looked for first among the orders created since ref.Since (GET
+// orders.json?status=any&created_at_min=…, every page); when one carries
+// the key it is the result and nothing is created.
+func (c *StorefrontA) PushOrder(ctx context.Context, b Bridge, o Order, ref PushRef) (OrderPushResult, error) {
+	key := strings.TrimSpace(ref.Key)
+	if key == "" || strings.Contains(key, ",") {
+		return OrderPushResult{}, &Error{Code: CodeInvalidRequest, Message: "order push needs a key without commas"}
+	}
+	s, err := c.shop(b)
+	if err != nil {
+		return OrderPushResult{}, err
+	}
+	q := url.Values{"status": {"any"}, "limit": {strconv.Itoa(storefrontAMaxLimit)}, "fields": {"id,tags"}}
+	if !ref.Since.IsZero() {
+		q.Set("created_at_min", ref.Since.UTC().Format(time.RFC3339))
+	}
+	for {
+		resp, err := c.call(ctx, s, http.MethodGet, "/orders.json", q, nil, false)
+		if err != nil {
+			return OrderPushResult{}, err
+		}
+		var env struct {
+			Orders []struct {
+				ID   json.Number `json:"id"`
+				Tags string      `json:"tags"`
+			} `json:"orders"`
+		}
+		if err := decodeJSON(resp.body, &env, "order list response"); err != nil {
+			return OrderPushResult{}, err
+		}
+		for _, it := range env.Orders {
+			if storefrontAHasTag(it.Tags, key) {
+				return OrderPushResult{ExternalID: it.ID.String(), Kind: PushKindCart}, nil
+			}
+		}
+		next := linkPageInfo(resp.header.Values("Link"), "next")
+		if next == "" {
+			break
+		}
+		q = url.Values{"limit": {strconv.Itoa(storefrontAMaxLimit)}, "page_info": {next}}
+	}
+	tags := key
+	for _, t := range o.Tags {
+		if t = strings.TrimSpace(strings.ReplaceAll(t, ",", " ")); t != "" && t != key {
+			tags += ", " + t
+		}
+	}
+	body := sfaPushOrder{
+		Email: o.Customer.Email, FinancialStatus: o.PaymentStatus, Tags: tags, Note: o.Note, SourceName: "fos", Currency: o.Currency,
+		ShippingAddress: sfaPushAddressOf(o.ShippingAddress), BillingAddress: sfaPushAddressOf(o.BillingAddress),
+		LineItems: make([]sfaPushLine, 0, len(o.LineItems)),
+	}
+	if o.Customer.Email != "" || o.Customer.FirstName != "" {
+		body.Customer = map[string]string{"email": o.Customer.Email, "first_name": o.Customer.FirstName, "last_name": o.Customer.LastName}
+	}
+	for _, li := range o.LineItems {
+		body.LineItems = append(body.LineItems, sfaPushLine{Title: li.Name, SKU: li.SKU, Quantity: li.Quantity, Price: strconv.FormatFloat(li.UnitPrice, 'f', 2, 64)})
+	}
+	resp, err := c.call(ctx, s, http.MethodPost, "/orders.json", nil, map[string]any{"order": body}, false)
+	if err != nil {
+		return OrderPushResult{}, err
+	}
+	var out struct {
+		Order struct {
+			ID json.Number `json:"id"`
+		} `json:"order"`
+	}
+	if err := decodeJSON(resp.body, &out, "order create response"); err != nil {
+		return OrderPushResult{}, err
+	}
+	if out.Order.ID == "" {
+		return OrderPushResult{}, badResponse("order create response has no order id", nil)
+	}
+	return OrderPushResult{ExternalID: out.Order.ID.String(), Kind: PushKindCart}, nil
 }

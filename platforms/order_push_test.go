@@ -29,11 +29,11 @@ func TestShippingHubAPushOrderIsKeyed(t *testing.T) {
 	ctx := context.Background()
 	b := hubBridge("apiKey", "push-key-1", "apiSecret", "s3cret")
 
-	first, err := c.PushOrder(ctx, b, pushTestOrder(40), "fos-order-1")
+	first, err := c.PushOrder(ctx, b, pushTestOrder(40), platforms.PushRef{Key: "fos-order-1"})
 	require.NoError(t, err)
 	require.NotEmpty(t, first.ExternalID)
 	require.Equal(t, platforms.PushKindFulfillment, first.Kind)
-	again, err := c.PushOrder(ctx, b, pushTestOrder(60), "fos-order-1")
+	again, err := c.PushOrder(ctx, b, pushTestOrder(60), platforms.PushRef{Key: "fos-order-1"})
 	require.NoError(t, err)
 	require.Equal(t, first.ExternalID, again.ExternalID, "the same order, updated")
 
@@ -47,11 +47,11 @@ func TestShippingHubAPushOrderIsKeyed(t *testing.T) {
 	all, _ := listAll(t, c, b, time.Time{})
 	require.Len(t, all, sandboxapi.StoreOrderCount("push-key-1")+1)
 
-	other, err := c.PushOrder(ctx, b, pushTestOrder(10), "fos-order-2")
+	other, err := c.PushOrder(ctx, b, pushTestOrder(10), platforms.PushRef{Key: "fos-order-2"})
 	require.NoError(t, err)
 	require.NotEqual(t, first.ExternalID, other.ExternalID)
 
-	_, err = c.PushOrder(ctx, b, pushTestOrder(10), " ")
+	_, err = c.PushOrder(ctx, b, pushTestOrder(10), platforms.PushRef{Key: " "})
 	require.Error(t, err)
 }
 
@@ -64,13 +64,46 @@ func TestSandboxConnectorPushOrder(t *testing.T) {
 	require.True(t, ok)
 	ctx := context.Background()
 	hub := platforms.Bridge{Type: platforms.TypeShippingHubA, Config: map[string]any{"apiKey": "push-key-2", "apiSecret": "s"}}
-	res, err := pusher.PushOrder(ctx, hub, pushTestOrder(40), "fos-order-9")
+	res, err := pusher.PushOrder(ctx, hub, pushTestOrder(40), platforms.PushRef{Key: "fos-order-9"})
 	require.NoError(t, err)
 	hc := platforms.NewShippingHubA(srv.URL+"/platforms/shipping_hub_a", srv.Client())
 	got, err := hc.FetchOrder(ctx, hub, res.ExternalID)
 	require.NoError(t, err)
 	require.Equal(t, "#P-1", got.OrderNumber)
 
-	_, err = pusher.PushOrder(ctx, platforms.Bridge{Type: platforms.TypeStorefrontB, Config: map[string]any{}}, pushTestOrder(1), "k")
+	_, err = pusher.PushOrder(ctx, platforms.Bridge{Type: platforms.TypeStorefrontB, Config: map[string]any{}}, pushTestOrder(1), platforms.PushRef{Key: "k"})
 	require.True(t, errors.Is(err, platforms.ErrOrdersNotAccepted), "%v", err)
+}
+
+// storefront_a: the order is created with the key as a tag; a repeat finds
+// it among the orders created since the first attempt and creates nothing.
+func TestStorefrontAPushOrderLooksFirst(t *testing.T) {
+	srv := newSandbox(t)
+	c := platforms.NewStorefrontA(srv.URL+"/platforms/storefront_a", srv.Client())
+	ctx := context.Background()
+	b := sfaBridge("shopDomain", "push-shop.myshopify.com")
+	since := time.Now().Add(-time.Minute)
+	before, _ := listAll(t, c, b, time.Time{})
+
+	first, err := c.PushOrder(ctx, b, pushTestOrder(40), platforms.PushRef{Key: "fos-order-1", Since: since})
+	require.NoError(t, err)
+	require.Equal(t, platforms.PushKindCart, first.Kind)
+	again, err := c.PushOrder(ctx, b, pushTestOrder(40), platforms.PushRef{Key: "fos-order-1", Since: since})
+	require.NoError(t, err)
+	require.Equal(t, first.ExternalID, again.ExternalID, "found, not created again")
+	other, err := c.PushOrder(ctx, b, pushTestOrder(10), platforms.PushRef{Key: "fos-order-2", Since: since})
+	require.NoError(t, err)
+	require.NotEqual(t, first.ExternalID, other.ExternalID)
+
+	got, err := c.FetchOrder(ctx, b, first.ExternalID)
+	require.NoError(t, err)
+	require.Contains(t, got.Tags, "fos-order-1")
+	require.InDelta(t, 40, got.Totals.Total, 0.001)
+	require.Len(t, got.LineItems, 1)
+	require.Equal(t, "Jane Doe", got.ShippingAddress.Name)
+	after, _ := listAll(t, c, b, time.Time{})
+	require.Len(t, after, len(before)+2)
+
+	_, err = c.PushOrder(ctx, b, pushTestOrder(1), platforms.PushRef{Key: "a,b"})
+	require.Error(t, err)
 }
