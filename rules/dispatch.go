@@ -141,6 +141,15 @@ func CompileDispatcher(d store.Dispatcher) (*CompiledDispatcher, error) {
 // children. The new assignments are started (Hooks.Dispatcher) and
 // returned.
 func (h *Hooks) Dispatch(ctx context.Context, orgID, orderID uuid.UUID, trigger string) ([]store.DispatchAssignment, error) {
+	filter := trigger
+	if trigger == TriggerManual {
+		filter = ""
+	}
+	// Most orders meet no dispatcher: one query decides.
+	stored, err := store.ActiveDispatchersForOrder(ctx, h.Store.Pool, orgID, orderID, filter)
+	if err != nil || len(stored) == 0 {
+		return nil, err
+	}
 	o, err := store.OrderByID(ctx, h.Store.Pool, orgID, orderID)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: load order: %w", err)
@@ -159,16 +168,8 @@ func (h *Hooks) Dispatch(ctx context.Context, orgID, orderID uuid.UUID, trigger 
 			}
 		}
 	}
-	if len(orders) == 0 || o.BridgeID == nil {
+	if len(orders) == 0 {
 		return nil, nil
-	}
-	filter := trigger
-	if trigger == TriggerManual {
-		filter = ""
-	}
-	stored, err := store.ActiveDispatchers(ctx, h.Store.Pool, orgID, *o.BridgeID, filter)
-	if err != nil || len(stored) == 0 {
-		return nil, err
 	}
 	compiled := make([]*CompiledDispatcher, 0, len(stored))
 	var setIDs []uuid.UUID

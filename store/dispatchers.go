@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -215,6 +216,27 @@ func ActiveDispatchers(ctx context.Context, db DBTX, orgID, sourceBridgeID uuid.
  ORDER BY priority DESC, name, id`, orgID, sourceBridgeID, trigger)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Dispatcher])
 	return out, mapErr(err)
+}
+
+// ActiveDispatchersForOrder is ActiveDispatchers for the order's bridge, in
+// one query (none for an order without a bridge or of another
+// organization): the order hooks ask it for every new order.
+func ActiveDispatchersForOrder(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, trigger string) ([]Dispatcher, error) {
+	rows, _ := db.Query(ctx, `SELECT `+prefixCols("d.", dispatcherCols)+` FROM orders o
+  JOIN dispatchers d ON d.organization_id = o.organization_id AND d.is_active AND d.source_bridge_ids @> ARRAY[o.bridge_id]
+ WHERE o.organization_id = $1 AND o.id = $2 AND o.bridge_id IS NOT NULL AND ($3 = '' OR $3 = ANY(d.trigger_on))
+ ORDER BY d.priority DESC, d.name, d.id`, orgID, orderID, trigger)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Dispatcher])
+	return out, mapErr(err)
+}
+
+// prefixCols qualifies each column of a column list with prefix.
+func prefixCols(prefix, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, p := range parts {
+		parts[i] = prefix + strings.TrimSpace(p)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // DispatchAssignment is an order sent to a destination bridge.
