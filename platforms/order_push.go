@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -47,28 +46,14 @@ const (
 )
 
 // ErrOrdersNotAccepted: the bridge's platform does not take orders from
-// the service (a connector that implements OrderPusher for some bridge
-// types only, as the sandbox connector).
+// the service (for a connector that implements OrderPusher for some of
+// its bridges only).
 var ErrOrdersNotAccepted = errors.New("the platform does not accept orders")
 
 var (
 	_ OrderPusher = (*ShippingHubA)(nil)
-	_ OrderPusher = (*sandboxConnector)(nil)
 	_ OrderPusher = (*StorefrontA)(nil)
 )
-
-// PushOrder implements OrderPusher for the sandbox connector: a
-// shipping_hub_a bridge's orders go to the hub sandbox's createorder (the
-// hub connector's call); other types do not accept orders here.
-func (c *sandboxConnector) PushOrder(ctx context.Context, b Bridge, o Order, ref PushRef) (OrderPushResult, error) {
-	switch b.Type {
-	case TypeShippingHubA:
-		return NewShippingHubA(c.baseURL+"/platforms/shipping_hub_a", c.client).PushOrder(ctx, b, o, ref)
-	case TypeStorefrontA:
-		return NewStorefrontA(c.baseURL+"/platforms/storefront_a", c.client).PushOrder(ctx, b, o, ref)
-	}
-	return OrderPushResult{}, fmt.Errorf("%s: %w", b.Type, ErrOrdersNotAccepted)
-}
 
 // hubCreateOrder is the body of POST /orders/createorder: the hub creates
 // the order, or updates the one with the same orderKey.

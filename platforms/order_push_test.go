@@ -2,7 +2,6 @@ package platforms_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -53,26 +52,6 @@ func TestShippingHubAPushOrderIsKeyed(t *testing.T) {
 
 	_, err = c.PushOrder(ctx, b, pushTestOrder(10), platforms.PushRef{Key: " "})
 	require.Error(t, err)
-}
-
-// The sandbox connector (FOS_SANDBOX=1) pushes hub orders to the hub
-// sandbox; other types do not take orders.
-func TestSandboxConnectorPushOrder(t *testing.T) {
-	srv := newSandbox(t)
-	conn := platforms.NewSandboxConnector(srv.URL, srv.Client())
-	pusher, ok := conn.(platforms.OrderPusher)
-	require.True(t, ok)
-	ctx := context.Background()
-	hub := platforms.Bridge{Type: platforms.TypeShippingHubA, Config: map[string]any{"apiKey": "push-key-2", "apiSecret": "s"}}
-	res, err := pusher.PushOrder(ctx, hub, pushTestOrder(40), platforms.PushRef{Key: "fos-order-9"})
-	require.NoError(t, err)
-	hc := platforms.NewShippingHubA(srv.URL+"/platforms/shipping_hub_a", srv.Client())
-	got, err := hc.FetchOrder(ctx, hub, res.ExternalID)
-	require.NoError(t, err)
-	require.Equal(t, "#P-1", got.OrderNumber)
-
-	_, err = pusher.PushOrder(ctx, platforms.Bridge{Type: platforms.TypeStorefrontB, Config: map[string]any{}}, pushTestOrder(1), platforms.PushRef{Key: "k"})
-	require.True(t, errors.Is(err, platforms.ErrOrdersNotAccepted), "%v", err)
 }
 
 // storefront_a: the order is created with the key as a tag; a repeat finds
