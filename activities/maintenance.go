@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/serviceerror"
@@ -29,6 +30,9 @@ type MaintenanceActivities struct {
 	// workflow under its stable id; the worker wires it to the same
 	// options and input as the API's process endpoint.
 	StartRateComparison func(ctx context.Context, orgID, comparisonID string) error
+	// StartDispatch starts (or joins) an assignment's DispatchAssignment
+	// run (activities/dispatch.go).
+	StartDispatch func(ctx context.Context, orgID, assignmentID uuid.UUID) error
 }
 
 // PurgeExpiredInput is the input of PurgeExpired.
@@ -124,7 +128,7 @@ func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRu
 	if a.Temporal == nil {
 		return out, nil
 	}
-	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind()} {
+	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind(), a.dispatchKind()} {
 		res, err := a.ReconcileKind(ctx, kind)
 		out.add(res)
 		if err != nil {

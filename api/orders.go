@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -339,6 +340,10 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	assigned, err := s.pageAssignments(r, orgID, inc.dispatchAssignments, items)
+	if err != nil {
+		return err
+	}
 	out := make([]orderListItemJSON, 0, len(items))
 	for _, it := range items {
 		j := orderListItemJSON{
@@ -351,9 +356,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 			j.Bridge = orderBridgeOf(bridges, it.BridgeID)
 		}
 		if inc.dispatchAssignments {
-			// Dispatchers come in a later issue; until then no order has
-			// an assignment.
-			j.DispatchAssignments = json.RawMessage(`[]`)
+			j.DispatchAssignments = assignmentsOf(assigned, it.ID)
 		}
 		out = append(out, j)
 	}
@@ -425,7 +428,11 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 		out.Bridge = orderBridgeOf(bridges, o.BridgeID)
 	}
 	if inc.dispatchAssignments {
-		out.DispatchAssignments = json.RawMessage(`[]`) // dispatchers: later issue
+		as, err := store.AssignmentsOfOrders(r.Context(), s.store.Pool, orgID, []uuid.UUID{o.ID})
+		if err != nil {
+			return err
+		}
+		out.DispatchAssignments = assignmentsOf(as, o.ID)
 	}
 	writeData(w, http.StatusOK, out)
 	return nil
@@ -460,6 +467,7 @@ func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
+	rules.OrderEvent(r.Context(), s.orderHooks, p.OrganizationID, id, rules.TriggerOrderUpdated)
 	writeData(w, http.StatusOK, toOrderDetailJSON(o))
 	return nil
 }

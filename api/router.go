@@ -125,6 +125,9 @@ func NewRouter(d Deps) http.Handler {
 	if s.bulkTaskQueue == "" {
 		s.bulkTaskQueue = s.taskQueue
 	}
+	if h, ok := s.orderHooks.(*rules.Hooks); ok && d.OrderHooks == nil {
+		h.Dispatcher = s.dispatchStarter()
+	}
 	s.rateTimeout = d.RateTimeout
 	s.sandbox = d.Sandbox
 	s.platforms = d.Platforms
@@ -181,6 +184,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountRateComparisons(r)
 			s.mountConditionSets(r)
 			s.mountSplitRules(r)
+			s.mountDispatchers(r)
 			s.mountTransformations(r)
 		})
 	})

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
@@ -1059,6 +1060,7 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.log.InfoContext(ctx, "label created", append(logAttrs(r), "shipment_id", sh.ID, "carrier", acct.Carrier, "tracking_number", res.Reference)...)
+	rules.OrderEvent(ctx, s.orderHooks, orgID, order.ID, rules.TriggerShipmentCreated)
 	writeData(w, http.StatusCreated, s.toShipmentJSON(done))
 	return nil
 }

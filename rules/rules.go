@@ -49,12 +49,15 @@ func (Noop) OrderCreated(context.Context, uuid.UUID, uuid.UUID) error { return n
 var _ OrderHooks = Noop{}
 
 // Hooks is the service's OrderHooks: it runs the organization's split
-// rules on every new order. (Dispatchers add their evaluation here.)
+// rules on every new order, then its dispatchers (rules/dispatch.go).
 type Hooks struct {
 	Store *store.Store
 	Log   *slog.Logger
 	// Sets caches condition sets between orders (the zero value works).
 	Sets SetCache
+	// Dispatcher starts the processing of the assignments dispatchers
+	// make (nil: they stay pending for POST /dispatchers/assignments/process).
+	Dispatcher DispatchStarter
 }
 
 var _ OrderHooks = (*Hooks)(nil)
@@ -64,11 +67,15 @@ var _ OrderHooks = (*Hooks)(nil)
 const hookTimeout = 30 * time.Second
 
 // OrderCreated splits the order by the first active split rule that splits
-// it.
+// it, then runs the order_created dispatchers (on the children of a split).
 func (h *Hooks) OrderCreated(ctx context.Context, orgID, orderID uuid.UUID) error {
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
-	_, err := h.SplitOrder(ctx, orgID, orderID)
+	_, splitErr := h.SplitOrder(ctx, orgID, orderID)
+	_, err := h.Dispatch(ctx, orgID, orderID, TriggerOrderCreated)
+	if splitErr != nil {
+		return splitErr
+	}
 	return err
 }
 

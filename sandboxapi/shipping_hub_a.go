@@ -273,6 +273,7 @@ func mountShippingHubA(r chi.Router, prefix string) {
 		g.Get(prefix+"/orders", s.listOrders)
 		g.Get(prefix+"/orders/{orderId}", s.getOrder)
 		g.Post(prefix+"/orders/markasshipped", s.markAsShipped)
+		g.Post(prefix+"/orders/createorder", s.createOrder)
 		g.Get(prefix+"/shipments", s.listShipments)
 		g.Get(prefix+"/fulfillments", s.listFulfillments)
 		g.Get(prefix+"/warehouses", s.listWarehouses)

@@ -138,6 +138,7 @@ func mountStorefrontA(r chi.Router, prefix string) {
 	api.Route("/api/{version}", func(v chi.Router) {
 		v.Use(s.authenticate)
 		v.Get("/orders.json", s.listOrders)
+		v.Post("/orders.json", s.createOrder)
 		v.Get("/orders/count.json", s.countOrders)
 		v.Get("/orders/{id}.json", s.getOrder)
 		v.Get("/orders/{id}/fulfillment_orders.json", s.fulfillmentOrders)

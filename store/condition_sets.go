@@ -24,7 +24,7 @@ var ErrConditionSetInUse = errors.New("condition set is referenced")
 // reference locks the sets it names with LockConditionSets first, so a
 // delete and a new reference never both succeed. Dispatchers add their
 // table here.
-var conditionSetReferrers = []string{"split_rules"}
+var conditionSetReferrers = []string{"split_rules", "dispatchers"}
 
 // ConditionSet is a named list of values of one type.
 type ConditionSet struct {

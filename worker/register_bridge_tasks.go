@@ -16,7 +16,7 @@ import (
 func registerBridgeTasks(r sdkworker.Registry, deps Deps) {
 	hooks := deps.OrderHooks
 	if hooks == nil { // as the API's order create: the organization's split rules
-		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger}
+		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger, Dispatcher: DispatchStarter(deps)}
 	}
 	// One transformations service per worker: its sandbox caches the
 	// compiled programs and bounds the concurrent runs.

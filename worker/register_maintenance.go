@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 
+	"github.com/google/uuid"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -33,6 +34,10 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 		a.StartRateComparison = func(ctx context.Context, orgID, id string) error {
 			opts := StartOptions(workflows.RateComparisonWorkflowID(id), queue, orgID, map[string]any{"comparisonId": id})
 			_, err := deps.Temporal.ExecuteWorkflow(ctx, opts, workflows.RateComparison, workflows.NewRateComparisonInput(orgID, id, ReconcilerActor))
+			return err
+		}
+		a.StartDispatch = func(ctx context.Context, orgID, id uuid.UUID) error {
+			_, err := DispatchStarter(deps).StartAssignments(ctx, orgID, []uuid.UUID{id})
 			return err
 		}
 	}

@@ -17,7 +17,7 @@ func registerWebhooks(r sdkworker.Registry, deps Deps) {
 	plat := deps.Platforms
 	hooks := deps.OrderHooks
 	if hooks == nil { // as the API's order create and the bridge tasks
-		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger}
+		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger, Dispatcher: DispatchStarter(deps)}
 	}
 	var tf transforms.Loader
 	if deps.Store != nil {

@@ -78,6 +78,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerBridgeTasks(r, deps)
 	registerWebhooks(r, deps)
 	registerSchedules(r, deps)
+	registerDispatch(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries

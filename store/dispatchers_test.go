@@ -1,0 +1,171 @@
+package store_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
+)
+
+func dispTestBridge(t testing.TB, s *store.Store, orgID uuid.UUID) uuid.UUID {
+	t.Helper()
+	id := uuid.New()
+	_, err := s.Pool.Exec(t.Context(), `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, 'shipping_hub_a', 'Hub')`, id, orgID)
+	require.NoError(t, err)
+	return id
+}
+
+func dispTestNew(orgID, src, dst uuid.UUID, name string, sets ...uuid.UUID) store.Dispatcher {
+	return store.Dispatcher{ID: uuid.New(), OrganizationID: orgID, Name: name, SourceBridgeIDs: []uuid.UUID{src}, DestinationBridgeID: dst,
+		Conditions: json.RawMessage(`[{"field":"status","operator":"exists"}]`), MatchMode: "all", IsActive: true, ConditionSetIDs: sets}
+}
+
+func TestDispatchersAndAssignments(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, shop := orderTestOrg(t, s)
+	other, otherShop := orderTestOrg(t, s)
+	hub := dispTestBridge(t, s, org)
+	otherSet := csTestSet(t, s, other, "Theirs", "string")
+
+	// References must be the organization's.
+	_, err := store.CreateDispatcher(ctx, s, dispTestNew(org, otherShop, hub, "x"))
+	require.ErrorIs(t, err, store.ErrDispatcherSource)
+	_, err = store.CreateDispatcher(ctx, s, dispTestNew(org, shop, dispTestBridge(t, s, other), "x"))
+	require.ErrorIs(t, err, store.ErrDispatcherDestination)
+	_, err = store.CreateDispatcher(ctx, s, dispTestNew(org, shop, hub, "x", otherSet.ID))
+	var missing *store.MissingConditionSetsError
+	require.ErrorAs(t, err, &missing)
+	require.Equal(t, []uuid.UUID{otherSet.ID}, missing.IDs)
+
+	set := csTestSet(t, s, org, "VIP", "string")
+	d, err := store.CreateDispatcher(ctx, s, dispTestNew(org, shop, hub, "To hub", set.ID))
+	require.NoError(t, err)
+	require.Equal(t, []string{"order_created"}, d.TriggerOn)
+	require.JSONEq(t, `{}`, string(d.DestinationConfig))
+	_, err = store.CreateDispatcher(ctx, s, dispTestNew(org, shop, hub, "To hub"))
+	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorIs(t, store.DeleteConditionSet(ctx, s, org, set.ID), store.ErrConditionSetInUse)
+
+	act, err := store.ActiveDispatchers(ctx, s.Pool, org, shop, "order_created")
+	require.NoError(t, err)
+	require.Len(t, act, 1)
+	act, err = store.ActiveDispatchers(ctx, s.Pool, org, shop, "order_updated")
+	require.NoError(t, err)
+	require.Empty(t, act)
+	act, err = store.ActiveDispatchers(ctx, s.Pool, org, hub, "")
+	require.NoError(t, err)
+	require.Empty(t, act, "the hub is no source")
+
+	// 200 orders assigned in one statement; repeats, duplicates and
+	// another organization's orders are skipped.
+	var ids []uuid.UUID
+	for i := range 200 {
+		o, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, shop, fmt.Sprint("d", i)))
+		require.NoError(t, err)
+		ids = append(ids, o.ID)
+	}
+	foreign, err := store.CreateOrder(ctx, s.Pool, orderTestNew(other, otherShop, "f"))
+	require.NoError(t, err)
+	as, err := store.CreateAssignments(ctx, s.Pool, d, ids[:150], map[string]any{"trigger": "manual"})
+	require.NoError(t, err)
+	require.Len(t, as, 150)
+	require.Equal(t, ids[0], as[0].OrderID, "in the order given")
+	require.Equal(t, store.AssignmentPending, as[0].Status)
+	as, err = store.CreateAssignments(ctx, s.Pool, d, append(append([]uuid.UUID{foreign.ID}, ids...), ids[199]), nil)
+	require.NoError(t, err)
+	require.Len(t, as, 50)
+	got, err := store.DispatcherByID(ctx, s.Pool, org, d.ID)
+	require.NoError(t, err)
+	require.Equal(t, 200, got.OrdersAssigned)
+	require.NotNil(t, got.LastAssignedAt)
+
+	list, total, err := store.ListAssignments(ctx, s.Pool, org, d.ID, "", 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, 200, total)
+	require.Len(t, list, 10)
+	_, total, err = store.ListAssignments(ctx, s.Pool, other, d.ID, "", 10, 0)
+	require.NoError(t, err)
+	require.Zero(t, total)
+
+	// Busy: delete refused. Begin, finish with the order marked.
+	require.ErrorIs(t, store.DeleteDispatcher(ctx, s, org, d.ID), store.ErrDispatcherBusy)
+	a := list[0]
+	begun, err := store.BeginAssignment(ctx, s.Pool, org, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.AssignmentProcessing, begun.Status)
+	ok, err := store.FinishAssignment(ctx, s, org, a.ID, store.AssignmentOutcome{Status: store.AssignmentCompleted, SentTo: "fulfillment",
+		TaskName: "push-order", WorkflowID: "dispatch/" + a.ID.String(), Output: map[string]any{"externalOrderId": "9"}, Metadata: map[string]any{"externalOrderId": "9"}})
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = store.FinishAssignment(ctx, s, org, a.ID, store.AssignmentOutcome{Status: store.AssignmentFailed, ErrorMessage: "late"})
+	require.NoError(t, err)
+	require.False(t, ok, "recorded once")
+	done, err := store.AssignmentByID(ctx, s.Pool, org, a.ID)
+	require.NoError(t, err)
+	require.Equal(t, store.AssignmentCompleted, done.Status)
+	require.NotNil(t, done.TaskExecutionID)
+	require.NotNil(t, done.ProcessedAt)
+	o, err := store.OrderByID(ctx, s.Pool, org, a.OrderID)
+	require.NoError(t, err)
+	require.NotNil(t, o.SentToFulfillment)
+	require.Nil(t, o.SentToCart)
+
+	// Failed, then reset with retryCount 0.
+	b := list[1]
+	_, err = store.FinishAssignment(ctx, s, org, b.ID, store.AssignmentOutcome{Status: store.AssignmentFailed, ErrorMessage: "hub down"})
+	require.NoError(t, err)
+	failed, _ := store.AssignmentByID(ctx, s.Pool, org, b.ID)
+	require.Equal(t, 1, failed.RetryCount)
+	reset, err := store.ResetFailedAssignments(ctx, s.Pool, other, nil)
+	require.NoError(t, err)
+	require.Empty(t, reset)
+	reset, err = store.ResetFailedAssignments(ctx, s.Pool, org, nil)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{b.ID}, reset)
+	back, _ := store.AssignmentByID(ctx, s.Pool, org, b.ID)
+	require.Equal(t, store.AssignmentPending, back.Status)
+	require.Zero(t, back.RetryCount)
+	require.Nil(t, back.ErrorMessage)
+
+	pend, err := store.PendingAssignments(ctx, s.Pool, org, &hub, 500)
+	require.NoError(t, err)
+	require.Len(t, pend, 199)
+
+	_, err = s.Pool.Exec(ctx, `UPDATE dispatch_assignments SET status = 'skipped'`)
+	require.NoError(t, err)
+	require.NoError(t, store.DeleteDispatcher(ctx, s, org, d.ID))
+	require.ErrorIs(t, store.DeleteDispatcher(ctx, s, org, d.ID), store.ErrNotFound)
+	require.NoError(t, store.DeleteConditionSet(ctx, s, org, set.ID))
+}
+
+// BenchmarkCreateAssignments200 is one bulk assign of 200 orders.
+func BenchmarkCreateAssignments200(b *testing.B) {
+	s := storetest.New(b)
+	ctx := b.Context()
+	org := csTestOrg(b, s)
+	shop, hub := dispTestBridge(b, s, org), dispTestBridge(b, s, org)
+	d, err := store.CreateDispatcher(ctx, s, dispTestNew(org, shop, hub, "bench"))
+	require.NoError(b, err)
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		ids := make([]uuid.UUID, 200)
+		for i := range ids {
+			o, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, shop, fmt.Sprint("b", n)))
+			require.NoError(b, err)
+			ids[i] = o.ID
+			n++
+		}
+		b.StartTimer()
+		as, err := store.CreateAssignments(ctx, s.Pool, d, ids, nil)
+		if err != nil || len(as) != 200 {
+			b.Fatal(err, len(as))
+		}
+	}
+}
