@@ -71,8 +71,18 @@ const hookTimeout = 30 * time.Second
 func (h *Hooks) OrderCreated(ctx context.Context, orgID, orderID uuid.UUID) error {
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
-	_, splitErr := h.SplitOrder(ctx, orgID, orderID)
-	_, err := h.Dispatch(ctx, orgID, orderID, TriggerOrderCreated)
+	// One query for the common case of an order no rule applies to.
+	split, dispatch, err := store.OrderRulesApply(ctx, h.Store.Pool, orgID, orderID, TriggerOrderCreated)
+	if err != nil {
+		return fmt.Errorf("order rules: %w", err)
+	}
+	var splitErr error
+	if split {
+		_, splitErr = h.SplitOrder(ctx, orgID, orderID)
+	}
+	if dispatch {
+		_, err = h.Dispatch(ctx, orgID, orderID, TriggerOrderCreated)
+	}
 	if splitErr != nil {
 		return splitErr
 	}

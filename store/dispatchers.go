@@ -230,6 +230,22 @@ func ActiveDispatchersForOrder(ctx context.Context, db DBTX, orgID, orderID uuid
 	return out, mapErr(err)
 }
 
+// OrderRulesApply tells in one round trip whether any active split rule
+// and any active dispatcher (of trigger; "" for any) apply to the order's
+// bridge: most new orders meet neither, and the order hooks then cost this
+// one query. An order without a bridge, or of another organization, meets
+// neither.
+func OrderRulesApply(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, trigger string) (split, dispatch bool, err error) {
+	err = db.QueryRow(ctx, `SELECT
+  EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = o.organization_id AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = o.bridge_id)),
+  EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = o.organization_id AND d.is_active AND d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
+  FROM orders o WHERE o.organization_id = $1 AND o.id = $2 AND o.bridge_id IS NOT NULL`, orgID, orderID, trigger).Scan(&split, &dispatch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, false, nil
+	}
+	return split, dispatch, mapErr(err)
+}
+
 // prefixCols qualifies each column of a column list with prefix.
 func prefixCols(prefix, cols string) string {
 	parts := strings.Split(cols, ",")

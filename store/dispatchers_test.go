@@ -169,3 +169,44 @@ func BenchmarkCreateAssignments200(b *testing.B) {
 		}
 	}
 }
+
+// OrderRulesApply answers, in one query, whether split rules and
+// dispatchers (of a trigger) apply to an order's bridge.
+func TestOrderRulesApply(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, shop := orderTestOrg(t, s)
+	hub := dispTestBridge(t, s, org)
+	o, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, shop, "r1"))
+	require.NoError(t, err)
+	atHub, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, hub, "r2"))
+	require.NoError(t, err)
+	other, _ := orderTestOrg(t, s)
+
+	split, dispatch, err := store.OrderRulesApply(ctx, s.Pool, org, o.ID, "order_created")
+	require.NoError(t, err)
+	require.False(t, split)
+	require.False(t, dispatch)
+
+	_, err = store.CreateDispatcher(ctx, s, dispTestNew(org, shop, hub, "To hub"))
+	require.NoError(t, err)
+	group := "sku"
+	_, err = store.CreateSplitRule(ctx, s, store.SplitRule{ID: uuid.New(), OrganizationID: org, Name: "By SKU", Method: "field_group",
+		GroupField: &group, BridgeID: &hub, IsActive: true, ConditionGroups: json.RawMessage(`[]`)})
+	require.NoError(t, err)
+
+	split, dispatch, err = store.OrderRulesApply(ctx, s.Pool, org, o.ID, "order_created")
+	require.NoError(t, err)
+	require.False(t, split, "the split rule is the hub's")
+	require.True(t, dispatch)
+	_, dispatch, err = store.OrderRulesApply(ctx, s.Pool, org, o.ID, "order_updated")
+	require.NoError(t, err)
+	require.False(t, dispatch, "another trigger")
+	split, dispatch, err = store.OrderRulesApply(ctx, s.Pool, org, atHub.ID, "order_created")
+	require.NoError(t, err)
+	require.True(t, split)
+	require.False(t, dispatch, "the hub is no source")
+	split, dispatch, err = store.OrderRulesApply(ctx, s.Pool, other, o.ID, "order_created")
+	require.NoError(t, err)
+	require.False(t, split || dispatch, "another organization's order meets nothing")
+}
