@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,6 +80,11 @@ type wantOrder struct {
 	Total      float64
 	Currency   string
 	Status     string
+	// Payment and Fulfillment are the normalized payment and fulfillment
+	// statuses; OrderedAt the order's creation instant.
+	Payment     string
+	Fulfillment string
+	OrderedAt   time.Time
 }
 
 type wantItem struct {
@@ -126,6 +132,22 @@ func jnum(v any, path ...any) float64 {
 	return 0
 }
 
+// jtime parses a timestamp in layout, in loc when it names no offset.
+func jtime(t *testing.T, layout, s string, loc *time.Location) time.Time {
+	t.Helper()
+	v, err := time.ParseInLocation(layout, s, loc)
+	require.NoError(t, err, s)
+	return v
+}
+
+// pacific is the zone of the shipping hub's offset-less timestamps.
+func pacific(t *testing.T) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation("America/Los_Angeles")
+	require.NoError(t, err)
+	return loc
+}
+
 func jlist(v any, path ...any) []any { a, _ := jget(v, path...).([]any); return a }
 
 // exampleCase is one platform: its example server, the bridge config and
@@ -163,7 +185,10 @@ func exampleCases() []exampleCase {
 						City: jstr(o, "shipping_address", "city"), Zip: jstr(o, "shipping_address", "zip"), Country: jstr(o, "shipping_address", "country_code"),
 						Total: jnum(o, "total_price"), Currency: jstr(o, "currency"),
 						// partially_refunded, unfulfilled: paid and waiting.
-						Status: platforms.StatusConfirmed,
+						Status:      platforms.StatusConfirmed,
+						Payment:     map[string]string{"paid": platforms.PaymentPaid, "partially_refunded": platforms.PaymentPaid, "authorized": platforms.PaymentAuthorized, "pending": platforms.PaymentPending, "refunded": platforms.PaymentRefunded, "voided": platforms.PaymentVoided}[jstr(o, "financial_status")],
+						Fulfillment: map[string]string{"": platforms.FulfillmentUnfulfilled, "partial": platforms.FulfillmentPartial, "fulfilled": platforms.FulfillmentFulfilled}[jstr(o, "fulfillment_status")],
+						OrderedAt:   jtime(t, time.RFC3339, jstr(o, "created_at"), time.UTC),
 					}
 					for _, li := range jlist(o, "line_items") {
 						w.Items = append(w.Items, wantItem{SKU: jstr(li, "sku"), Quantity: jnum(li, "quantity"), UnitPrice: jnum(li, "price")})
@@ -195,6 +220,11 @@ func exampleCases() []exampleCase {
 						// The hub's orders carry no currency: the account's, USD.
 						Currency: "USD",
 						Status:   map[string]string{"awaiting_shipment": platforms.StatusConfirmed, "shipped": platforms.StatusShipped, "awaiting_payment": platforms.StatusPending, "on_hold": platforms.StatusOnHold, "cancelled": platforms.StatusCancelled}[jstr(o, "orderStatus")],
+						// Paid (paymentDate set, amountPaid at least the total);
+						// dates without an offset are Pacific time (README).
+						Payment:     platforms.PaymentPaid,
+						Fulfillment: map[bool]string{true: platforms.FulfillmentFulfilled, false: platforms.FulfillmentUnfulfilled}[jstr(o, "orderStatus") == "shipped"],
+						OrderedAt:   jtime(t, "2006-01-02T15:04:05.0000000", jstr(o, "orderDate"), pacific(t)),
 					}
 					for _, it := range jlist(o, "items") {
 						if jget(it, "adjustment") == true {
@@ -228,6 +258,11 @@ func exampleCases() []exampleCase {
 						City: jstr(o, "shipping", "city"), Zip: jstr(o, "shipping", "postcode"), Country: jstr(o, "shipping", "country"),
 						Total: jnum(o, "total"), Currency: jstr(o, "currency"),
 						Status: map[string]string{"processing": platforms.StatusConfirmed, "completed": platforms.StatusShipped, "pending": platforms.StatusPending, "on-hold": platforms.StatusOnHold, "cancelled": platforms.StatusCancelled, "refunded": platforms.StatusRefunded}[jstr(o, "status")],
+						// processing and completed orders are paid (completed
+						// ones with no date_paid too); completed is fulfilled.
+						Payment:     platforms.PaymentPaid,
+						Fulfillment: map[bool]string{true: platforms.FulfillmentFulfilled, false: platforms.FulfillmentUnfulfilled}[jstr(o, "status") == "completed"],
+						OrderedAt:   jtime(t, "2006-01-02T15:04:05", jstr(o, "date_created_gmt"), time.UTC),
 					}
 					for _, li := range jlist(o, "line_items") {
 						w.Items = append(w.Items, wantItem{SKU: jstr(li, "sku"), Quantity: jnum(li, "quantity"), UnitPrice: jnum(li, "price")})
@@ -266,6 +301,10 @@ func exampleCases() []exampleCase {
 						Total: jnum(o, "total_inc_tax"), Currency: jstr(o, "currency_code"),
 						// Awaiting Fulfillment (status_id 11): paid, to be shipped.
 						Status: platforms.StatusConfirmed,
+						// payment_status authorized; no item shipped yet.
+						Payment:     map[string]string{"authorized": platforms.PaymentAuthorized, "captured": platforms.PaymentPaid}[jstr(o, "payment_status")],
+						Fulfillment: map[bool]string{true: platforms.FulfillmentUnfulfilled, false: platforms.FulfillmentPartial}[jnum(o, "items_shipped") == 0],
+						OrderedAt:   jtime(t, time.RFC1123Z, jstr(o, "date_created"), time.UTC),
 					}
 					for _, p := range products {
 						w.Items = append(w.Items, wantItem{SKU: jstr(p, "sku"), Quantity: jnum(p, "quantity"), UnitPrice: jnum(p, "price_ex_tax")})
@@ -327,6 +366,10 @@ func exampleCases() []exampleCase {
 						City: jstr(o, "ShippingAddress", "City"), Zip: jstr(o, "ShippingAddress", "PostalCode"), Country: jstr(o, "ShippingAddress", "CountryCode"),
 						Currency: jstr(o, "OrderTotal", "CurrencyCode"),
 						Status:   map[string]string{"Pending": platforms.StatusPending, "Unshipped": platforms.StatusConfirmed, "Shipped": platforms.StatusShipped, "Canceled": platforms.StatusCancelled}[jstr(o, "OrderStatus")],
+						Payment:  map[string]string{"Pending": platforms.PaymentPending, "Unshipped": platforms.PaymentPaid, "Shipped": platforms.PaymentPaid, "Canceled": platforms.PaymentVoided}[jstr(o, "OrderStatus")],
+						Fulfillment: map[string]string{"Pending": platforms.FulfillmentUnfulfilled, "Unshipped": platforms.FulfillmentUnfulfilled, "Shipped": platforms.FulfillmentFulfilled,
+							"Canceled": platforms.FulfillmentUnfulfilled}[jstr(o, "OrderStatus")],
+						OrderedAt: jtime(t, time.RFC3339, jstr(o, "PurchaseDate"), time.UTC),
 					}
 					for _, it := range items {
 						// ItemPrice is the line's price (all units).
@@ -409,6 +452,12 @@ func TestGrabOrdersFromPublishedExamples(t *testing.T) {
 				require.InDelta(t, w.Total, jnum(o, "totals", "total"), 0.001, ctx)
 				require.Equal(t, w.Currency, o["currency"], ctx)
 				require.Equal(t, w.Status, o["status"], ctx)
+				require.NotEmpty(t, w.Payment, ctx)
+				require.NotEmpty(t, w.Fulfillment, ctx)
+				require.Equal(t, w.Payment, o["paymentStatus"], ctx)
+				require.Equal(t, w.Fulfillment, o["fulfillmentStatus"], ctx)
+				require.False(t, w.OrderedAt.IsZero(), ctx)
+				require.True(t, w.OrderedAt.Equal(jtime(t, time.RFC3339Nano, jstr(o, "orderedAt"), time.UTC)), "%s: orderedAt %s, want %s", ctx, jstr(o, "orderedAt"), w.OrderedAt)
 				var items []wantItem
 				for _, li := range jlist(o, "lineItems") {
 					items = append(items, wantItem{SKU: jstr(li, "sku"), Quantity: jnum(li, "quantity"), UnitPrice: jnum(li, "unitPrice")})
