@@ -192,8 +192,10 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 	p := mustPrincipal(r)
 	o.ID = uuid.New()
 	o.OrganizationID = p.OrganizationID
-	// The bridge check and the insert are one statement.
-	created, err := store.CreateOrder(r.Context(), s.store.Pool, o)
+	// The bridge check and the insert are one statement, sent with the
+	// question whether any split rule or dispatcher applies (one round
+	// trip; most orders meet none, and the hooks then cost nothing more).
+	created, split, dispatch, err := store.CreateOrderProbe(r.Context(), s.store.Pool, o, rules.TriggerOrderCreated)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return errValidation(FieldError{Field: "bridge_id", Message: "must be a bridge of this organization"})
@@ -203,10 +205,11 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 
-	// Split rules and dispatchers are evaluated here (later issue). The order
-	// is committed, so a failing hook is logged and never turns the create
-	// into an error, and a client that hangs up does not cancel it.
-	if err := s.orderHooks.OrderCreated(context.WithoutCancel(r.Context()), p.OrganizationID, created.ID); err != nil {
+	// Split rules and dispatchers are evaluated here. The order is
+	// committed, so a failing hook is logged and never turns the create into
+	// an error, and a client that hangs up does not cancel it.
+	hctx := rules.WithRulesKnown(context.WithoutCancel(r.Context()), split, dispatch)
+	if err := s.orderHooks.OrderCreated(hctx, p.OrganizationID, created.ID); err != nil {
 		s.log.ErrorContext(r.Context(), "order created hook", append(logAttrs(r), "order_id", created.ID, "error", err)...)
 	}
 

@@ -69,12 +69,16 @@ const hookTimeout = 30 * time.Second
 // OrderCreated splits the order by the first active split rule that splits
 // it, then runs the order_created dispatchers (on the children of a split).
 func (h *Hooks) OrderCreated(ctx context.Context, orgID, orderID uuid.UUID) error {
+	// One query for the common case of an order no rule applies to (none
+	// when the caller asked it already, with the insert).
+	split, dispatch, known := rulesKnown(ctx)
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
-	// One query for the common case of an order no rule applies to.
-	split, dispatch, err := store.OrderRulesApply(ctx, h.Store.Pool, orgID, orderID, TriggerOrderCreated)
-	if err != nil {
-		return fmt.Errorf("order rules: %w", err)
+	var err error
+	if !known {
+		if split, dispatch, err = store.OrderRulesApply(ctx, h.Store.Pool, orgID, orderID, TriggerOrderCreated); err != nil {
+			return fmt.Errorf("order rules: %w", err)
+		}
 	}
 	var splitErr error
 	if split {
@@ -87,6 +91,23 @@ func (h *Hooks) OrderCreated(ctx context.Context, orgID, orderID uuid.UUID) erro
 		return splitErr
 	}
 	return err
+}
+
+type rulesKnownKey struct{}
+
+type rulesKnownValue struct{ split, dispatch bool }
+
+// WithRulesKnown tells OrderCreated that the caller already asked whether
+// split rules and dispatchers of order_created apply to the new order
+// (store.CreateOrderProbe, in the insert's round trip), so it does not ask
+// again.
+func WithRulesKnown(ctx context.Context, split, dispatch bool) context.Context {
+	return context.WithValue(ctx, rulesKnownKey{}, rulesKnownValue{split, dispatch})
+}
+
+func rulesKnown(ctx context.Context) (split, dispatch, known bool) {
+	v, ok := ctx.Value(rulesKnownKey{}).(rulesKnownValue)
+	return v.split, v.dispatch, ok
 }
 
 // SplitResult is what SplitOrder did; RuleID is zero when no rule split the

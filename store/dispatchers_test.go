@@ -209,4 +209,19 @@ func TestOrderRulesApply(t *testing.T) {
 	split, dispatch, err = store.OrderRulesApply(ctx, s.Pool, other, o.ID, "order_created")
 	require.NoError(t, err)
 	require.False(t, split || dispatch, "another organization's order meets nothing")
+
+	// The same question asked with the insert, in one round trip.
+	created, split, dispatch, err := store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, shop, "r3"), "order_created")
+	require.NoError(t, err)
+	require.False(t, split)
+	require.True(t, dispatch)
+	got, err := store.OrderByID(ctx, s.Pool, org, created.ID)
+	require.NoError(t, err)
+	require.Equal(t, "r3", got.ExternalID)
+	_, split, dispatch, err = store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, hub, "r4"), "order_created")
+	require.NoError(t, err)
+	require.True(t, split)
+	require.False(t, dispatch)
+	_, _, _, err = store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, hub, "r4"), "order_created")
+	require.ErrorIs(t, err, store.ErrConflict, "the insert's error, as CreateOrder's")
 }

@@ -81,6 +81,16 @@ RETURNING ordered_at, created_at, updated_at`
 // bridge is not one of the organization's. ErrConflict: the bridge already
 // has an order with this external_id.
 func CreateOrder(ctx context.Context, db DBTX, o Order) (Order, error) {
+	args := insertOrderArgs(&o)
+	err := db.QueryRow(ctx, insertOrderSQL, args...).Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt)
+	if err != nil {
+		return Order{}, insertOrderErr(err)
+	}
+	return o, nil
+}
+
+// insertOrderArgs fills o's defaults and returns insertOrderSQL's arguments.
+func insertOrderArgs(o *Order) []any {
 	var orderedAt *time.Time
 	if !o.OrderedAt.IsZero() {
 		orderedAt = &o.OrderedAt
@@ -91,19 +101,50 @@ func CreateOrder(ctx context.Context, db DBTX, o Order) (Order, error) {
 	if o.Metadata == nil {
 		o.Metadata = json.RawMessage(`{}`)
 	}
-	err := db.QueryRow(ctx, insertOrderSQL, o.ID, o.OrganizationID, o.BridgeID, o.ExternalID, o.OrderNumber,
+	return []any{o.ID, o.OrganizationID, o.BridgeID, o.ExternalID, o.OrderNumber,
 		o.Status, o.PaymentStatus, o.FulfillmentStatus, o.Customer, o.CustomerEmail, o.CustomerName,
 		o.ShippingAddress, o.BillingAddress, o.LineItems, o.Totals, o.Total, o.Currency, o.Tags, o.Note,
-		o.Metadata, o.SourceData, orderedAt).Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt)
+		o.Metadata, o.SourceData, orderedAt}
+}
+
+// insertOrderErr maps an insert's error.
+func insertOrderErr(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23503" { // the bridge was deleted meanwhile
-		return Order{}, ErrNotFound
+		return ErrNotFound
+	}
+	return mapErr(err)
+}
+
+// CreateOrderProbe is CreateOrder that also tells, in the same round trip
+// (the insert and OrderRulesApply's question, for the order's bridge, sent
+// as one batch), whether any active split rule or dispatcher of trigger
+// applies to the new order: the API then spares the order hooks their own
+// query (rules.WithRulesKnown).
+func CreateOrderProbe(ctx context.Context, db DBTX, o Order, trigger string) (Order, bool, bool, error) {
+	b := &pgx.Batch{}
+	b.Queue(insertOrderSQL, insertOrderArgs(&o)...)
+	b.Queue(bridgeRulesApplySQL, o.OrganizationID, o.BridgeID, trigger)
+	br := db.SendBatch(ctx, b)
+	err := br.QueryRow().Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt)
+	var split, dispatch bool
+	if err == nil {
+		err = br.QueryRow().Scan(&split, &dispatch)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
-		return Order{}, mapErr(err)
+		return Order{}, false, false, insertOrderErr(err)
 	}
-	return o, nil
+	return o, split, dispatch, nil
 }
+
+// bridgeRulesApplySQL is OrderRulesApply's question for a bridge ($2; an
+// order without one meets no rule).
+const bridgeRulesApplySQL = `SELECT
+  $2::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = $1 AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = $2)),
+  $2::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = $1 AND d.is_active AND d.source_bridge_ids @> ARRAY[$2::uuid] AND ($3 = '' OR $3 = ANY(d.trigger_on)))`
 
 // OrderByID finds an order of the organization.
 func OrderByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (Order, error) {
