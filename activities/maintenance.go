@@ -70,6 +70,14 @@ const (
 	// CarrierRegistrationStartBound: the register endpoint writes the
 	// pending account, then waits at most 90 seconds for the run's answer.
 	CarrierRegistrationStartBound = 10 * time.Minute
+	// WebhookEventStartBound: the relay starts an event's run within
+	// seconds and starts a received one again after 10 minutes; one run
+	// retries its processing for about 5 minutes.
+	WebhookEventStartBound = 15 * time.Minute
+	// WebhookEventMaxAttempts bounds an event's attempts (processing
+	// attempts and re-queues together; one run makes at most 8) before
+	// the reconciler fails it instead of re-queuing it.
+	WebhookEventMaxAttempts = 20
 	// ReconcileBatch is how many rows of a kind one run looks at.
 	ReconcileBatch = 200
 )
@@ -121,14 +129,15 @@ type WaitingKind struct {
 // ReconcileRuns settles the rows outside shipments, pickups and shipment
 // actions that wait on a workflow longer than their job's bound: rate
 // comparisons processing, carrier accounts pending registration and task
-// executions queued or running (ReconcileKind). It fails when Temporal
-// cannot be asked at all.
+// executions queued or running, dispatch assignments, and inbound webhook
+// events processing (ReconcileKind). It fails when Temporal cannot be
+// asked at all.
 func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRunsInput) (ReconcileRunsResult, error) {
 	var out ReconcileRunsResult
 	if a.Temporal == nil {
 		return out, nil
 	}
-	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind(), a.dispatchKind()} {
+	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind(), a.dispatchKind(), a.webhookEventKind()} {
 		res, err := a.ReconcileKind(ctx, kind)
 		out.add(res)
 		if err != nil {
@@ -247,6 +256,42 @@ func (a *MaintenanceActivities) carrierRegistrationKind() WaitingKind {
 		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
 			return store.FailOrphanedCarrierRegistration(ctx, a.Store.Pool, row.OrganizationID, row.ID, row.Since,
 				"registration ended: "+reason+"; register the account again")
+		},
+	}
+}
+
+// webhookEventKind: an inbound webhook event processing, or received
+// although its run was started. Its run settles it before it closes and
+// its id is the event's own, so a missing run or one that closed (terminated
+// in the Temporal UI, timed out) re-queues the event for the relay, which
+// starts a new run; once the event used WebhookEventMaxAttempts it is
+// failed with the reason instead.
+func (a *MaintenanceActivities) webhookEventKind() WaitingKind {
+	settle := func(ctx context.Context, row store.WaitingRow, reason string) (string, error) {
+		return store.SettleStaleWebhookEvent(ctx, a.Store.Pool, row.OrganizationID, row.ID, row.Since, WebhookEventMaxAttempts, reason)
+	}
+	return WaitingKind{
+		Name:  "webhook event",
+		Stale: store.StaleWebhookEvents,
+		Bound: WebhookEventStartBound,
+		// Mirrors workflows.InboundWebhookWorkflowID.
+		WorkflowID: func(row store.WaitingRow) string { return "inbound-webhook/" + row.ID.String() },
+		AnyRun:     true,
+		Restart: func(ctx context.Context, row store.WaitingRow) error {
+			outcome, err := settle(ctx, row, "the workflow never started")
+			if err == nil && outcome == store.StaleEventFailed {
+				a.log().Info("reconcile: webhook event failed after its last attempt", "id", row.ID, "reason", "the workflow never started")
+			}
+			return err
+		},
+		// Fail re-queues the event while it has attempts left (logged, not
+		// counted as failed).
+		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			outcome, err := settle(ctx, row, reason)
+			if err == nil && outcome == store.StaleEventRequeued {
+				a.log().Info("reconcile: webhook event re-queued, its run ended without settling it", "id", row.ID, "reason", reason)
+			}
+			return outcome == store.StaleEventFailed, err
 		},
 	}
 }

@@ -311,3 +311,54 @@ func createPlatformOrder(ctx context.Context, s *Store, u OrderUpsert) error {
 		return mapErr(err)
 	})
 }
+
+// StaleWebhookEvents lists up to limit events that wait on their
+// InboundWebhook run since before cutoff, oldest first, across
+// organizations (the reconciler): processing, or received although the
+// relay started their run (relayed_at). Since is when the run was started
+// (relayed_at, else created_at); RequeueWebhookEvent and
+// FailStaleWebhookEvent act only while it is unchanged.
+func StaleWebhookEvents(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, coalesce(relayed_at, created_at) AS since FROM webhook_events
+ WHERE (status = 'processing' OR (status = 'received' AND relayed_at IS NOT NULL))
+   AND coalesce(relayed_at, created_at) < $1
+ ORDER BY coalesce(relayed_at, created_at) LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
+	return out, mapErr(err)
+}
+
+// Outcomes of SettleStaleWebhookEvent.
+const (
+	// StaleEventUnchanged: the event moved on meanwhile (processed, or a
+	// new run started it); nothing was done.
+	StaleEventUnchanged = ""
+	// StaleEventRequeued: the event is received again, for the relay now.
+	StaleEventRequeued = "requeued"
+	// StaleEventFailed: the event had used its attempts and is failed.
+	StaleEventFailed = "failed"
+)
+
+// SettleStaleWebhookEvent settles an event whose run closed or is missing
+// (the reconciler): while it still waits as StaleWebhookEvents listed it
+// (since unchanged), it goes back to received for the relay at once,
+// counting one more attempt, or, once attempts reached maxAttempts, it is
+// failed with "processing stopped: <reason>". reason must be tenant-safe.
+func SettleStaleWebhookEvent(ctx context.Context, db DBTX, orgID, id uuid.UUID, since time.Time, maxAttempts int, reason string) (string, error) {
+	var outcome string
+	err := db.QueryRow(ctx, `
+UPDATE webhook_events SET
+       status = CASE WHEN attempts + 1 >= $4 THEN 'failed' ELSE 'received' END,
+       error = CASE WHEN attempts + 1 >= $4 THEN 'processing stopped: ' || $5::text || '; the event was not processed'
+                    ELSE 'previous attempt stopped: ' || $5::text END,
+       processed_at = CASE WHEN attempts + 1 >= $4 THEN now() END,
+       attempts = attempts + 1,
+       relayed_at = NULL,
+       relay_after = now()
+ WHERE organization_id = $1 AND id = $2 AND status IN ('received', 'processing')
+   AND coalesce(relayed_at, created_at) = $3
+RETURNING CASE WHEN status = 'failed' THEN 'failed' ELSE 'requeued' END`, orgID, id, since, maxAttempts, reason).Scan(&outcome)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return StaleEventUnchanged, nil
+	}
+	return outcome, mapErr(err)
+}

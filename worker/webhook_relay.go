@@ -190,14 +190,17 @@ func (r *WebhookRelay) RelayOnce(ctx context.Context) (int, error) {
 	return len(refs), nil
 }
 
-// start starts (or finds) the event's workflow. A run that already exists,
-// running or closed, counts as started: the event is never processed twice
-// by the relay (the workflow itself also skips a processed event).
+// start starts (or finds) the event's workflow. A run that is open or
+// completed counts as started: the event is never processed twice by the
+// relay (the workflow itself also skips a processed event). A run that
+// closed without completing (terminated in the Temporal UI, timed out) is
+// followed by a new one: the reconciler re-queues such an event
+// (activities webhookEventKind, bounded attempts).
 func (r *WebhookRelay) start(ctx context.Context, ref store.WebhookEventRef) error {
 	id := ref.ID.String()
 	opts := StartOptions(workflows.InboundWebhookWorkflowID(id), r.TaskQueue, ref.OrganizationID.String(),
 		map[string]any{"eventId": id, "bridgeId": ref.BridgeID.String(), "topic": ref.Topic})
-	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
 	opts.WorkflowExecutionTimeout = time.Hour
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

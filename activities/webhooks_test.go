@@ -1,0 +1,144 @@
+package activities
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
+)
+
+// The reconciler's webhook event kind on a real database with a mocked
+// Temporal client: an event processing whose run is missing or was
+// terminated in the UI, and one received whose started run is gone, go back
+// to received for the relay (one more attempt); one that used its attempts
+// is failed with a tenant-safe reason; an open run, a young event and a
+// received event the relay never started are left alone.
+func TestReconcileWebhookEvents(t *testing.T) {
+	st := storetest.New(t)
+	fake := &fakePlatform{}
+	f := newTaskFixture(t, st, fake, fake)
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	m := &MaintenanceActivities{Store: st, Temporal: tc}
+	ids := map[string]uuid.UUID{}
+	// kind -> status, age of relayed_at (0: never relayed), attempts
+	setup := map[string]struct {
+		status   string
+		relayed  time.Duration
+		created  time.Duration
+		attempts int
+	}{
+		"missing":    {store.WebhookEventProcessing, 0, time.Hour, 1},
+		"terminated": {store.WebhookEventProcessing, time.Hour, 2 * time.Hour, 3},
+		"lost":       {store.WebhookEventReceived, time.Hour, 2 * time.Hour, 0},
+		"exhausted":  {store.WebhookEventProcessing, time.Hour, 2 * time.Hour, WebhookEventMaxAttempts - 1},
+		"running":    {store.WebhookEventProcessing, time.Hour, 2 * time.Hour, 1},
+		"fresh":      {store.WebhookEventProcessing, time.Minute, 2 * time.Minute, 1},
+		"unrelayed":  {store.WebhookEventReceived, 0, time.Hour, 0},
+	}
+	for k, s := range setup {
+		id, inserted, err := store.InsertActiveBridgeWebhookEvent(ctx, st.Pool, store.WebhookEvent{
+			ID: uuid.New(), OrganizationID: f.orgID, BridgeID: f.bridgeID, Topic: "ORDER_NOTIFY", DedupeKey: k,
+			Payload: json.RawMessage(`{}`)})
+		require.NoError(t, err)
+		require.True(t, inserted)
+		ids[k] = id
+		var relayed *time.Time
+		if s.relayed > 0 {
+			r := time.Now().Add(-s.relayed)
+			relayed = &r
+		}
+		_, err = st.Pool.Exec(ctx, `UPDATE webhook_events SET status = $2, relayed_at = $3, created_at = $4, attempts = $5,
+			relay_after = now() + interval '1 hour' WHERE id = $1`, id, s.status, relayed, time.Now().Add(-s.created), s.attempts)
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() { // leave no stale row to the package's other reconciler tests
+		_, _ = st.Pool.Exec(context.Background(), `UPDATE webhook_events SET status = 'processed' WHERE organization_id = $1`, f.orgID)
+	})
+	wf := func(k string) string { return "inbound-webhook/" + ids[k].String() }
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("missing"), "").Return(nil, serviceerror.NewNotFound("no run")).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("lost"), "").Return(nil, serviceerror.NewNotFound("no run")).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("running"), "").
+		Return(describeAs(wf("running"), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, time.Now().Add(-time.Hour)), nil).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("exhausted"), "").
+		Return(describeAs(wf("exhausted"), enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT, time.Now().Add(-time.Hour)), nil).Once()
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("terminated"), "").
+		Return(describeAs(wf("terminated"), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED, time.Now().Add(-time.Hour)), nil).Once()
+	for _, k := range []string{"exhausted", "terminated"} {
+		it := mocks.NewHistoryEventIterator(t)
+		if k == "terminated" {
+			it.On("HasNext").Return(true).Once()
+			it.On("Next").Return(&historypb.HistoryEvent{
+				EventType: enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+				Attributes: &historypb.HistoryEvent_WorkflowExecutionTerminatedEventAttributes{WorkflowExecutionTerminatedEventAttributes: &historypb.WorkflowExecutionTerminatedEventAttributes{
+					Reason: "stuck", Identity: "ops@example.com",
+				}},
+			}, nil).Once()
+		}
+		it.On("HasNext").Return(false).Once()
+		tc.On("GetWorkflowHistory", mock.Anything, wf(k), "run-"+wf(k), false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(it).Once()
+	}
+
+	res, err := m.ReconcileKind(ctx, m.webhookEventKind())
+	require.NoError(t, err)
+	require.Equal(t, ReconcileRunsResult{Checked: 5, Restarted: 2, Failed: 1}, res)
+
+	type want struct {
+		status   string
+		attempts int
+		errText  string
+	}
+	for k, w := range map[string]want{
+		"missing":    {store.WebhookEventReceived, 2, "previous attempt stopped: the workflow never started"},
+		"lost":       {store.WebhookEventReceived, 1, "previous attempt stopped: the workflow never started"},
+		"terminated": {store.WebhookEventReceived, 4, "previous attempt stopped: stopped by an operator: stuck"},
+		"exhausted":  {store.WebhookEventFailed, WebhookEventMaxAttempts, "processing stopped: the workflow run timed out; the event was not processed"},
+		"running":    {store.WebhookEventProcessing, 1, ""},
+		"fresh":      {store.WebhookEventProcessing, 1, ""},
+		"unrelayed":  {store.WebhookEventReceived, 0, ""},
+	} {
+		ev, err := store.WebhookEventByID(ctx, st.Pool, f.orgID, ids[k])
+		require.NoError(t, err)
+		require.Equal(t, w.status, ev.Status, k)
+		require.Equal(t, w.attempts, ev.Attempts, k)
+		if w.errText == "" {
+			require.Nil(t, ev.Error, k)
+			continue
+		}
+		require.Equal(t, w.errText, *ev.Error, k)
+		require.NotContains(t, *ev.Error, "ops@example.com", "the operator's identity is logged, not stored")
+		if w.status == store.WebhookEventReceived {
+			require.Nil(t, ev.RelayedAt, k)
+			require.Nil(t, ev.ProcessedAt, k)
+		} else {
+			require.NotNil(t, ev.ProcessedAt, k)
+		}
+	}
+	// A re-queued event is the relay's at once.
+	refs, err := store.ClaimWebhookEvents(ctx, st.Pool, 10, time.Minute)
+	require.NoError(t, err)
+	claimed := map[uuid.UUID]bool{}
+	for _, r := range refs {
+		claimed[r.ID] = true
+	}
+	require.True(t, claimed[ids["missing"]] && claimed[ids["lost"]] && claimed[ids["terminated"]], "re-queued events are claimable")
+	require.False(t, claimed[ids["unrelayed"]], "relay_after of an untouched event is unchanged")
+
+	// Nothing stale is left: a second pass asks Temporal about the open run only.
+	tc.On("DescribeWorkflowExecution", mock.Anything, wf("running"), "").
+		Return(describeAs(wf("running"), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, time.Now().Add(-time.Hour)), nil).Once()
+	res, err = m.ReconcileKind(ctx, m.webhookEventKind())
+	require.NoError(t, err)
+	require.Equal(t, ReconcileRunsResult{Checked: 1}, res)
+}
