@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -41,8 +40,16 @@ type fakePlatform struct {
 	pushRefused map[string]bool // order ext refused for good
 }
 
-func (f *fakePlatform) FetchOrder(context.Context, platforms.Bridge, string) (*platforms.Order, error) {
-	return nil, errors.New("not used")
+func (f *fakePlatform) FetchOrder(_ context.Context, _ platforms.Bridge, id string) (*platforms.Order, error) {
+	f.calls.Add(1)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, o := range f.orders {
+		if o.ExternalID == id {
+			return &o, nil
+		}
+	}
+	return nil, platforms.ErrOrderNotFound
 }
 
 func (f *fakePlatform) ListOrders(_ context.Context, _ platforms.Bridge, since time.Time, cursor string) ([]platforms.Order, string, error) {

@@ -65,6 +65,10 @@ type ProcessWebhookEventResult struct {
 	OrderIDs         []string `json:"orderIds"`
 	// CreatedOrderIDs are the orders the event created (their hooks run).
 	CreatedOrderIDs []string `json:"createdOrderIds"`
+	// Shipments counts the platform shipments a shipping hub's
+	// SHIP_NOTIFY / ITEM_SHIP_NOTIFY stored (as grab-shipments does,
+	// attached to their orders).
+	Shipments *store.UpsertCounts `json:"shipments,omitempty"`
 	// Ignored explains an event whose topic needs no work.
 	Ignored string `json:"ignored,omitempty"`
 	// HookErrors are order hooks that failed ("<orderId>: <error>").
@@ -122,7 +126,7 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 		return res, platformError(err, src)
 	}
 
-	orders, ignored, err := a.fetch(ctx, conn, pb, ev)
+	orders, ships, ignored, err := a.fetch(ctx, conn, pb, ev)
 	if err != nil {
 		return res, platformError(err, src)
 	}
@@ -167,6 +171,18 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 		if out.Created {
 			res.CreatedOrderIDs = append(res.CreatedOrderIDs, out.OrderID.String())
 		}
+	}
+	// The hub's shipments, once their orders are stored (each is attached
+	// to its order by the order's external id).
+	if len(ships) > 0 {
+		counts, err := store.UpsertPlatformShipments(ctx, a.Store, orgID, b.ID, ships, nil)
+		if errors.Is(err, store.ErrNotFound) {
+			return res, temporal.NewNonRetryableApplicationError("the event's bridge was deleted", ErrTypeBridgeUnavailable, nil)
+		}
+		if err != nil {
+			return res, fmt.Errorf("upsert shipments: %w", err)
+		}
+		res.Shipments = &counts
 	}
 	if len(externalIDs) > 0 {
 		after, err := loadChain(ctx, a.Transforms, orgID, b.ID, transforms.AfterSync)
@@ -214,8 +230,9 @@ func (a *WebhookActivities) connector(bridgeType string) (platforms.Connector, e
 	return a.Platforms.Get(bridgeType)
 }
 
-// fetch reads the orders an event points at, from the platform.
-func (a *WebhookActivities) fetch(ctx context.Context, conn platforms.Connector, b platforms.Bridge, ev store.WebhookEvent) ([]platforms.Order, string, error) {
+// fetch reads the orders (and a hub's shipments) an event points at, from
+// the platform.
+func (a *WebhookActivities) fetch(ctx context.Context, conn platforms.Connector, b platforms.Bridge, ev store.WebhookEvent) ([]platforms.Order, []platforms.Shipment, string, error) {
 	var payload map[string]any
 	dec := json.NewDecoder(strings.NewReader(string(ev.Payload)))
 	dec.UseNumber()
@@ -223,37 +240,38 @@ func (a *WebhookActivities) fetch(ctx context.Context, conn platforms.Connector,
 	switch b.Type {
 	case platforms.TypeStorefrontA:
 		if !strings.HasPrefix(ev.Topic, "orders/") {
-			return nil, "topic " + ev.Topic + " needs no processing", nil
+			return nil, nil, "topic " + ev.Topic + " needs no processing", nil
 		}
 		id := jsonScalar(payload["id"])
 		if id == "" {
-			return nil, "", &platforms.Error{Code: platforms.CodeInvalidRequest, Message: "the payload names no order id"}
+			return nil, nil, "", &platforms.Error{Code: platforms.CodeInvalidRequest, Message: "the payload names no order id"}
 		}
 		o, err := conn.FetchOrder(ctx, b, id)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
-		return []platforms.Order{*o}, "", nil
+		return []platforms.Order{*o}, nil, "", nil
 	case platforms.TypeShippingHubA:
 		return a.fetchHub(ctx, conn, b, ev, jsonScalar(payload["resource_url"]))
 	}
-	return nil, "bridge type " + b.Type + " has no webhook processing", nil
+	return nil, nil, "bridge type " + b.Type + " has no webhook processing", nil
 }
 
 // fetchHub reads what a hub event points at. Its payload is only
 // {resource_url, resource_type}, and its resource_url is never dialed (it
 // is the sender's text): the orders (ORDER_NOTIFY) or the shipments'
 // orders (SHIP_NOTIFY, ITEM_SHIP_NOTIFY) changed shortly before the event
-// are listed through the connector instead. A resource_url naming an order
-// (orderId) narrows that to one order.
-func (a *WebhookActivities) fetchHub(ctx context.Context, conn platforms.Connector, b platforms.Bridge, ev store.WebhookEvent, resourceURL string) ([]platforms.Order, string, error) {
+// are listed through the connector instead; the shipments are returned
+// too, to be stored as grab-shipments stores them. A resource_url naming
+// an order (orderId) narrows that to one order.
+func (a *WebhookActivities) fetchHub(ctx context.Context, conn platforms.Connector, b platforms.Bridge, ev store.WebhookEvent, resourceURL string) ([]platforms.Order, []platforms.Shipment, string, error) {
 	if u, err := url.Parse(resourceURL); err == nil {
 		if id := u.Query().Get("orderId"); id != "" {
 			o, err := conn.FetchOrder(ctx, b, id)
 			if err != nil {
-				return nil, "", err
+				return nil, nil, "", err
 			}
-			return []platforms.Order{*o}, "", nil
+			return []platforms.Order{*o}, nil, "", nil
 		}
 	}
 	since := ev.CreatedAt.Add(-hubLookback)
@@ -264,7 +282,7 @@ func (a *WebhookActivities) fetchHub(ctx context.Context, conn platforms.Connect
 		for page := 0; page < hubMaxPages; page++ {
 			orders, next, err := conn.ListOrders(ctx, b, since, cursor)
 			if err != nil {
-				return nil, "", err
+				return nil, nil, "", err
 			}
 			out = append(out, orders...)
 			if next == "" {
@@ -272,20 +290,22 @@ func (a *WebhookActivities) fetchHub(ctx context.Context, conn platforms.Connect
 			}
 			cursor = next
 		}
-		return out, "", nil
+		return out, nil, "", nil
 	case "SHIP_NOTIFY", "ITEM_SHIP_NOTIFY":
 		lister, ok := conn.(platforms.ShipmentLister)
 		if !ok {
-			return nil, "the connector lists no shipments", nil
+			return nil, nil, "the connector lists no shipments", nil
 		}
 		seen := map[string]bool{}
 		var out []platforms.Order
+		var shipments []platforms.Shipment
 		cursor := ""
 		for page := 0; page < hubMaxPages; page++ {
 			ships, next, err := lister.ListShipments(ctx, b, since, cursor)
 			if err != nil {
-				return nil, "", err
+				return nil, nil, "", err
 			}
+			shipments = append(shipments, ships...)
 			for _, s := range ships {
 				if s.OrderExternalID == "" || seen[s.OrderExternalID] {
 					continue
@@ -296,7 +316,7 @@ func (a *WebhookActivities) fetchHub(ctx context.Context, conn platforms.Connect
 					continue
 				}
 				if err != nil {
-					return nil, "", err
+					return nil, nil, "", err
 				}
 				out = append(out, *o)
 			}
@@ -305,9 +325,9 @@ func (a *WebhookActivities) fetchHub(ctx context.Context, conn platforms.Connect
 			}
 			cursor = next
 		}
-		return out, "", nil
+		return out, shipments, "", nil
 	}
-	return nil, "topic " + ev.Topic + " needs no processing", nil
+	return nil, nil, "topic " + ev.Topic + " needs no processing", nil
 }
 
 // FinishWebhookEventInput is the outcome of an event's processing.

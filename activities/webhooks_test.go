@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/mocks"
 
+	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
@@ -141,4 +142,61 @@ func TestReconcileWebhookEvents(t *testing.T) {
 	res, err = m.ReconcileKind(ctx, m.webhookEventKind())
 	require.NoError(t, err)
 	require.Equal(t, ReconcileRunsResult{Checked: 1}, res)
+}
+
+// A shipping hub's SHIP_NOTIFY re-fetches the shipments' orders and stores
+// the shipments too (as grab-shipments does), attached to their orders; a
+// shipment of an order the hub no longer has is stored unattached; a
+// repeated run changes nothing.
+func TestProcessHubShipNotifyStoresShipments(t *testing.T) {
+	st := storetest.New(t)
+	now := time.Now()
+	fake := &fakePlatform{orders: []platforms.Order{fakeOrder(1, now), fakeOrder(2, now)}}
+	fake.shipments = []platforms.Shipment{
+		{ExternalID: "sh-1", OrderExternalID: "5001", TrackingNumber: "1Z001", CarrierCode: "carrier_a", ServiceCode: "ground", CreatedAt: now, Cost: 7.5},
+		{ExternalID: "sh-2", OrderExternalID: "5002", TrackingNumber: "1Z002", CarrierCode: "carrier_a", ServiceCode: "ground", CreatedAt: now},
+		{ExternalID: "sh-3", OrderExternalID: "9999", TrackingNumber: "1Z003", CarrierCode: "carrier_b", CreatedAt: now},
+	}
+	f := newTaskFixture(t, st, fake, fake)
+	ctx := context.Background()
+	wa := &WebhookActivities{Store: st, Secrets: f.acts.Secrets, Platforms: f.acts.Platforms}
+	id, _, err := store.InsertActiveBridgeWebhookEvent(ctx, st.Pool, store.WebhookEvent{
+		ID: uuid.New(), OrganizationID: f.orgID, BridgeID: f.bridgeID, Topic: "SHIP_NOTIFY", DedupeKey: "batch-1",
+		Payload: json.RawMessage(`{"resource_url":"https://hub.example/shipments?batchId=1","resource_type":"SHIP_NOTIFY"}`)})
+	require.NoError(t, err)
+	in := WebhookEventInput{OrganizationID: f.orgID.String(), EventID: id.String()}
+	res, err := wa.ProcessWebhookEvent(ctx, in)
+	require.NoError(t, err)
+	require.Len(t, res.OrderIDs, 2)
+	require.Len(t, res.CreatedOrderIDs, 2)
+	require.Equal(t, &store.UpsertCounts{Fetched: 3, Created: 3}, res.Shipments)
+
+	attached := map[string]string{}
+	rows, err := st.Pool.Query(ctx, `SELECT s.external_id, coalesce(o.external_id, ''), s.tracking_number FROM shipments s
+		LEFT JOIN orders o ON o.id = s.order_id WHERE s.bridge_id = $1`, f.bridgeID)
+	require.NoError(t, err)
+	for rows.Next() {
+		var sh, ord, trk string
+		require.NoError(t, rows.Scan(&sh, &ord, &trk))
+		attached[sh] = ord + "/" + trk
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, map[string]string{"sh-1": "5001/1Z001", "sh-2": "5002/1Z002", "sh-3": "/1Z003"}, attached)
+
+	ev, err := store.WebhookEventByID(ctx, st.Pool, f.orgID, id)
+	require.NoError(t, err)
+	require.Equal(t, store.WebhookEventProcessed, ev.Status)
+
+	// A redelivered event (its own row) finds everything stored already.
+	id2, _, err := store.InsertActiveBridgeWebhookEvent(ctx, st.Pool, store.WebhookEvent{
+		ID: uuid.New(), OrganizationID: f.orgID, BridgeID: f.bridgeID, Topic: "ITEM_SHIP_NOTIFY", DedupeKey: "batch-2",
+		Payload: json.RawMessage(`{"resource_url":"https://hub.example/shipments?batchId=2"}`)})
+	require.NoError(t, err)
+	res, err = wa.ProcessWebhookEvent(ctx, WebhookEventInput{OrganizationID: f.orgID.String(), EventID: id2.String()})
+	require.NoError(t, err)
+	require.Empty(t, res.CreatedOrderIDs)
+	require.Equal(t, &store.UpsertCounts{Fetched: 3, Unchanged: 3}, res.Shipments)
+	var n int
+	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM shipments WHERE bridge_id = $1`, f.bridgeID).Scan(&n))
+	require.Equal(t, 3, n)
 }
