@@ -53,6 +53,9 @@ func TestBridgeWebhooksRegistration(t *testing.T) {
 	res := e.do(key, "GET", path, nil)
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
 	d := res.data()
+	require.ElementsMatch(t, []string{"supported", "bridgeId", "bridgeType", "availableTopics", "enabledTopics", "registeredWebhooks", "webhookUrl"},
+		responseKeys(d), "spec Part 2: GET webhooks of a supporting type")
+	require.ElementsMatch(t, []string{"topic", "description"}, responseKeys(d["availableTopics"].([]any)[0].(map[string]any)))
 	require.Equal(t, true, d["supported"])
 	require.Equal(t, id, d["bridgeId"])
 	require.Equal(t, "storefront_a", d["bridgeType"])
@@ -73,6 +76,7 @@ func TestBridgeWebhooksRegistration(t *testing.T) {
 	res = e.do(key, "POST", path, map[string]any{"topics": []string{"orders/create"}})
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
 	d = res.data()
+	require.ElementsMatch(t, []string{"enabled", "registered", "webhookUrl"}, responseKeys(d), "spec Part 2: POST webhooks")
 	require.Equal(t, []any{"orders/create"}, d["enabled"])
 	require.Equal(t, []any{"orders/create"}, d["registered"])
 	require.Equal(t, "http://fos.test/api/v1/webhooks/"+id, d["webhookUrl"])
@@ -107,6 +111,7 @@ func TestBridgeWebhooksRegistration(t *testing.T) {
 	// Disable with a URL-encoded topic removes the registration.
 	res = e.do(key, "DELETE", path+"/orders%2Fcreate", nil)
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.ElementsMatch(t, []string{"disabled", "enabled"}, responseKeys(res.data()), "spec Part 2: DELETE webhooks/:topic")
 	require.Equal(t, "orders/create", res.data()["disabled"])
 	require.Equal(t, []any{"orders/updated"}, res.data()["enabled"])
 	hooks = sandboxWebhooks(t, sb, domain, "shpat_x")
@@ -172,6 +177,7 @@ func TestBridgeWebhooksUnsupportedType(t *testing.T) {
 		e.do(key, "DELETE", path+"/orders%2Fcreate", nil),
 	} {
 		require.Equal(t, 200, res.Code, "%s", res.Raw)
+		require.ElementsMatch(t, []string{"supported", "message"}, responseKeys(res.data()))
 		require.Equal(t, false, res.data()["supported"])
 		require.NotEmpty(t, res.data()["message"])
 	}
@@ -209,6 +215,7 @@ func TestBridgeWebhooksPartialFailure(t *testing.T) {
 	require.Equal(t, []any{"orders/create"}, res.data()["enabled"])
 	errs := res.data()["errors"].([]any)
 	require.Len(t, errs, 1)
+	require.ElementsMatch(t, []string{"topic", "error"}, responseKeys(errs[0].(map[string]any)))
 	require.Equal(t, "orders/fulfilled", errs[0].(map[string]any)["topic"])
 	require.NotEmpty(t, errs[0].(map[string]any)["error"])
 	require.Equal(t, map[string]any{"orders/create": float64(123456789)}, e.do(key, "GET", path, nil).data()["registeredWebhooks"])
@@ -247,6 +254,7 @@ func TestInboundWebhook(t *testing.T) {
 	// The platform's signature; no API key.
 	res := e.do(caller{}, "POST", path, body, StorefrontAHMAC, sig, StorefrontATopic, "orders/create", StorefrontAEventID, "evt-1")
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.ElementsMatch(t, []string{"received", "event_id"}, responseKeys(res.data()), "spec Part 2: inbound webhook answer")
 	require.Equal(t, true, res.data()["received"])
 	eventID := res.data()["event_id"].(string)
 	ev, err := store.WebhookEventByID(t.Context(), e.deps.Store.Pool, uuid.MustParse(e.bridgeStoredRow(id).OrganizationID.String()), uuid.MustParse(eventID))
@@ -351,4 +359,14 @@ func TestInboundWebhookConcurrentRedeliveries(t *testing.T) {
 func decodeResp(resp *http.Response, v any) error {
 	defer resp.Body.Close()
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// responseKeys lists the keys of a response object (to compare a shape
+// with the spec's field list, no more and no less).
+func responseKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
