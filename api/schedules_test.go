@@ -348,6 +348,7 @@ func TestSchedulePauseResumePatchDelete(t *testing.T) {
 	// pause: isActive false, nextRunAt null, the Temporal Schedule paused.
 	res := e.do(e.owner.caller, "POST", path+"/pause", nil)
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.ElementsMatch(t, responseKeys(d), responseKeys(res.data()), "pause answers the schedule detail")
 	require.Equal(t, false, res.data()["isActive"])
 	require.Nil(t, res.data()["nextRunAt"])
 	require.True(t, e.fake.get("schedule/"+id).state.Paused)
@@ -358,6 +359,7 @@ func TestSchedulePauseResumePatchDelete(t *testing.T) {
 	// resume: the next run as Temporal gives it.
 	res = e.do(e.owner.caller, "POST", path+"/resume", nil)
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.ElementsMatch(t, responseKeys(d), responseKeys(res.data()), "resume answers the schedule detail")
 	require.Equal(t, true, res.data()["isActive"])
 	require.Equal(t, fakeNext.Add(2*time.Hour).Format(time.RFC3339), res.data()["nextRunAt"])
 	require.False(t, e.fake.get("schedule/"+id).state.Paused)
