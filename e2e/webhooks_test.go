@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
@@ -31,6 +32,7 @@ import (
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
 )
 
 // hookStack is the service as platforms see it: the API on a listener
@@ -455,4 +457,46 @@ func TestWebhookOrderTransformed(t *testing.T) {
 	o := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+list[0].(map[string]any)["id"].(string), nil))
 	require.Contains(t, o["tags"], "via-webhook")
 	require.Equal(t, "webhook", o["metadata"].(map[string]any)["importedBy"])
+}
+
+// TestWebhookTerminatedRunReconciled: an event whose InboundWebhook run was
+// terminated in the Temporal UI before it processed anything stays
+// received; the reconciler (Maintenance's ReconcileRuns) puts it back for
+// the relay, which starts a new run under the same id, and the order
+// appears once.
+func TestWebhookTerminatedRunReconciled(t *testing.T) {
+	s := startHookStack(t)
+	key := s.owner()
+	bridgeID, shop := s.shopBridge(key)
+	ext, _ := s.addSandboxOrder(shop)
+	s.waitEvents(bridgeID, store.WebhookEventReceived, 1, 10*time.Second)
+	ctx := context.Background()
+
+	// Relayed to a queue no worker polls, then terminated by an operator.
+	n, err := (&worker.WebhookRelay{Store: s.store, Temporal: s.temporal, TaskQueue: "nobody-polls"}).RelayOnce(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	var eventID string
+	require.NoError(t, s.store.Pool.QueryRow(ctx, `SELECT id::text FROM webhook_events WHERE bridge_id = $1`, bridgeID).Scan(&eventID))
+	wfID := workflows.InboundWebhookWorkflowID(eventID)
+	require.NoError(t, s.temporal.TerminateWorkflow(ctx, wfID, "", "stuck on a dead queue"))
+	// Long past the reconciler's bound.
+	_, err = s.store.Pool.Exec(ctx, `UPDATE webhook_events SET relayed_at = now() - interval '1 hour', created_at = now() - interval '1 hour' WHERE id = $1`, eventID)
+	require.NoError(t, err)
+
+	m := &activities.MaintenanceActivities{Store: s.store, Temporal: s.temporal, Logger: s.logger}
+	res, err := m.ReconcileRuns(ctx, activities.ReconcileRunsInput{})
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Checked)
+	var status, errText string
+	var attempts int
+	require.NoError(t, s.store.Pool.QueryRow(ctx, `SELECT status, coalesce(error, ''), attempts FROM webhook_events WHERE id = $1`, eventID).Scan(&status, &errText, &attempts))
+	require.Equal(t, store.WebhookEventReceived, status)
+	require.Equal(t, "previous attempt stopped: stopped by an operator: stuck on a dead queue", errText)
+	require.Equal(t, 1, attempts)
+
+	s.process()
+	got := s.waitOrders(key, bridgeID, []string{ext}, 20*time.Second)
+	require.Equal(t, map[string]int{ext: 1}, got)
+	s.waitEvents(bridgeID, store.WebhookEventProcessed, 1, 10*time.Second)
 }
