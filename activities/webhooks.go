@@ -143,6 +143,7 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 		}
 	}
 	externalIDs := make([]string, 0, len(orders))
+	var updated []uuid.UUID // orders the event changed
 	for _, o := range orders {
 		out, err := store.UpsertPlatformOrder(ctx, a.Store, store.OrderUpsert{
 			OrganizationID: orgID,
@@ -170,6 +171,8 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 		externalIDs = append(externalIDs, o.ExternalID)
 		if out.Created {
 			res.CreatedOrderIDs = append(res.CreatedOrderIDs, out.OrderID.String())
+		} else if len(out.ChangedFields) > 0 {
+			updated = append(updated, out.OrderID)
 		}
 	}
 	// The hub's shipments, once their orders are stored (each is attached
@@ -214,6 +217,12 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 			a.log().WarnContext(ctx, "order hooks failed for an order created by a webhook", "organization_id", orgID, "order_id", id, "error", err)
 			res.HookErrors = append(res.HookErrors, id+": "+TenantMessage(err))
 		}
+	}
+	// Orders the event changed trigger the order_updated dispatchers (Part
+	// 2, Events step 5); an order already assigned to a destination is not
+	// assigned there again, so a redelivery adds nothing.
+	for _, id := range updated {
+		rules.OrderEvent(ctx, hooks, orgID, id, rules.TriggerOrderUpdated)
 	}
 	if err := store.FinishWebhookEvent(ctx, a.Store.Pool, orgID, ev.ID, store.WebhookEventProcessed, "", res); err != nil {
 		return res, fmt.Errorf("record webhook event %s processed: %w", ev.ID, err)

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/mocks"
 
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
@@ -199,4 +200,48 @@ func TestProcessHubShipNotifyStoresShipments(t *testing.T) {
 	var n int
 	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM shipments WHERE bridge_id = $1`, f.bridgeID).Scan(&n))
 	require.Equal(t, 3, n)
+}
+
+// An order an event changes triggers the order_updated dispatchers (Part 2,
+// Events step 5); an event that changes nothing, or an order already
+// assigned to the destination, adds no assignment.
+func TestProcessWebhookOrderUpdatedTriggersDispatchers(t *testing.T) {
+	st := storetest.New(t)
+	now := time.Now()
+	fake := &fakePlatform{orders: []platforms.Order{fakeOrder(1, now)}}
+	f := newTaskFixture(t, st, fake, fake)
+	ctx := context.Background()
+	wa := &WebhookActivities{Store: st, Secrets: f.acts.Secrets, Platforms: f.acts.Platforms, Hooks: &rules.Hooks{Store: st}}
+	process := func(key string) ProcessWebhookEventResult {
+		id, _, err := store.InsertActiveBridgeWebhookEvent(ctx, st.Pool, store.WebhookEvent{
+			ID: uuid.New(), OrganizationID: f.orgID, BridgeID: f.bridgeID, Topic: "ORDER_NOTIFY", DedupeKey: key,
+			Payload: json.RawMessage(`{"resource_url":"https://hub.example/orders?orderId=5001","resource_type":"ORDER_NOTIFY"}`)})
+		require.NoError(t, err)
+		res, err := wa.ProcessWebhookEvent(ctx, WebhookEventInput{OrganizationID: f.orgID.String(), EventID: id.String()})
+		require.NoError(t, err)
+		return res
+	}
+	assigned := func() int {
+		var n int
+		require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM dispatch_assignments WHERE organization_id = $1`, f.orgID).Scan(&n))
+		return n
+	}
+	require.Len(t, process("e1").OrderIDs, 1)
+
+	dest := uuid.New()
+	_, err := st.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, 'shipping_hub_a', 'Hub')`, dest, f.orgID)
+	require.NoError(t, err)
+	_, err = store.CreateDispatcher(ctx, st, store.Dispatcher{ID: uuid.New(), OrganizationID: f.orgID, Name: "Updated to hub",
+		SourceBridgeIDs: []uuid.UUID{f.bridgeID}, DestinationBridgeID: dest, TriggerOn: []string{"order_updated"},
+		Conditions: json.RawMessage(`[{"field":"status","operator":"exists"}]`), MatchMode: "all", IsActive: true})
+	require.NoError(t, err)
+
+	process("e2") // nothing changed on the platform
+	require.Zero(t, assigned())
+	fake.orders[0].Tags = []string{"gift"}
+	process("e3")
+	require.Equal(t, 1, assigned())
+	fake.orders[0].Tags = []string{"gift", "rush"}
+	process("e4")
+	require.Equal(t, 1, assigned(), "already assigned to that destination")
 }
