@@ -297,7 +297,9 @@ func applyDispatcherBody(d *store.Dispatcher, body jsonBody, create bool) (map[u
 			d.SourceBridgeIDs = ids
 		}
 	}
-	if sent("destinationBridgeId") {
+	// The destination is fixed at creation: PATCH does not list it (Part 2)
+	// and its assignments name it, so an update ignores it.
+	if create {
 		if id := f.str("destinationBridgeId", true, 100); id != nil {
 			if u, err := uuid.Parse(*id); err != nil {
 				v.add("destinationBridgeId", "must be a UUID")

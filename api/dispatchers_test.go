@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -100,7 +101,10 @@ func TestDispatcherEndpoints(t *testing.T) {
 	// Patch.
 	vp := "/api/v1/dispatchers/" + vip["id"].(string)
 	require.Equal(t, []string{"destinationBridgeId"}, orderTestFields(t, e.do(key, "PATCH", vp, map[string]any{"sourceBridgeIds": []any{hub}})))
-	up := e.do(key, "PATCH", vp, map[string]any{"priority": 7, "matchMode": "any", "description": "vips", "destinationConfig": map[string]any{"warehouse": "A"}})
+	up := e.do(key, "PATCH", vp, map[string]any{"priority": 7, "matchMode": "any", "description": "vips", "destinationConfig": map[string]any{"warehouse": "A"},
+		"destinationBridgeId": uuid.NewString()}) // not a PATCH field: ignored
+	require.Equal(t, 200, up.Code, "%s", up.Raw)
+	require.Equal(t, vip["destinationBridgeId"], up.data()["destinationBridgeId"])
 	require.Equal(t, 200, up.Code, "%s", up.Raw)
 	require.EqualValues(t, 7, up.data()["priority"])
 	require.Equal(t, "any", up.data()["matchMode"])
