@@ -77,25 +77,12 @@ func (s *Server) listConditionSets(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	out := make([]conditionSetJSON, 0, len(list))
-	for _, c := range list {
-		out = append(out, toConditionSetJSON(c))
-	}
-	writeList(w, out, p, total)
+	writeList(w, mapSlice(list, toConditionSetJSON), p, total)
 	return nil
 }
 
 func (s *Server) getConditionSet(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "condition set")
-	if err != nil {
-		return err
-	}
-	c, err := store.ConditionSetByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "condition set")
-	}
-	writeData(w, http.StatusOK, toConditionSetJSON(c))
-	return nil
+	return writeByID(s, w, r, "condition set", store.ConditionSetByID, toConditionSetJSON)
 }
 
 func (s *Server) createConditionSet(w http.ResponseWriter, r *http.Request) error {

@@ -160,25 +160,12 @@ func (s *Server) listDispatchers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]dispatcherJSON, 0, len(list))
-	for _, d := range list {
-		out = append(out, toDispatcherJSON(d))
-	}
-	writeList(w, out, p, total)
+	writeList(w, mapSlice(list, toDispatcherJSON), p, total)
 	return nil
 }
 
 func (s *Server) getDispatcher(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "dispatcher")
-	if err != nil {
-		return err
-	}
-	d, err := store.DispatcherByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "dispatcher")
-	}
-	writeData(w, http.StatusOK, toDispatcherJSON(d))
-	return nil
+	return writeByID(s, w, r, "dispatcher", store.DispatcherByID, toDispatcherJSON)
 }
 
 func (s *Server) createDispatcher(w http.ResponseWriter, r *http.Request) error {

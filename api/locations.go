@@ -75,25 +75,12 @@ func (s *Server) listLocations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]locationJSON, 0, len(list))
-	for _, l := range list {
-		out = append(out, toLocationJSON(l))
-	}
-	writeList(w, out, p, total)
+	writeList(w, mapSlice(list, toLocationJSON), p, total)
 	return nil
 }
 
 func (s *Server) getLocation(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "location")
-	if err != nil {
-		return err
-	}
-	l, err := store.LocationByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "location")
-	}
-	writeData(w, http.StatusOK, toLocationJSON(l))
-	return nil
+	return writeByID(s, w, r, "location", store.LocationByID, toLocationJSON)
 }
 
 func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) error {

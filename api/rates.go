@@ -781,16 +781,7 @@ func (s *Server) createRateSnapshot(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) getRateSnapshot(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "rate snapshot")
-	if err != nil {
-		return err
-	}
-	snap, err := store.RateSnapshotByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "rate snapshot")
-	}
-	writeData(w, http.StatusOK, toRateSnapshotJSON(snap))
-	return nil
+	return writeByID(s, w, r, "rate snapshot", store.RateSnapshotByID, toRateSnapshotJSON)
 }
 
 func rateJSON(v any) json.RawMessage {

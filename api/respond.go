@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+
+	"github.com/fos-dev/fos/store"
 )
 
 // writeJSON encodes v with status.
@@ -269,6 +272,32 @@ func writeList[T any](w http.ResponseWriter, items []T, p pageParams, total int)
 		items = []T{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": items, "pagination": newPagination(p, total)})
+}
+
+// writeByID answers GET /<resources>/{id}: the organization's resource
+// named by the id path parameter, loaded by load and shown by conv; 404
+// (as "what") when it is not the organization's.
+func writeByID[T, J any](s *Server, w http.ResponseWriter, r *http.Request, what string,
+	load func(context.Context, store.DBTX, uuid.UUID, uuid.UUID) (T, error), conv func(T) J) error {
+	id, err := pathID(r, "id", what)
+	if err != nil {
+		return err
+	}
+	v, err := load(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
+	if err != nil {
+		return notFoundAs(err, what)
+	}
+	writeData(w, http.StatusOK, conv(v))
+	return nil
+}
+
+// mapSlice converts each item of a store list to its response shape.
+func mapSlice[T, J any](list []T, conv func(T) J) []J {
+	out := make([]J, 0, len(list))
+	for _, v := range list {
+		out = append(out, conv(v))
+	}
+	return out
 }
 
 // sortSpec is a whitelisted ORDER BY column and direction.

@@ -557,11 +557,7 @@ func (s *Server) listScheduleExecutions(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	out := make([]taskExecutionJSON, 0, len(list))
-	for _, e := range list {
-		out = append(out, toTaskExecutionJSON(e))
-	}
-	writeList(w, out, p, total)
+	writeList(w, mapSlice(list, toTaskExecutionJSON), p, total)
 	return nil
 }
 

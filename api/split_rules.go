@@ -91,25 +91,12 @@ func (s *Server) listSplitRules(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]splitRuleJSON, 0, len(list))
-	for _, it := range list {
-		out = append(out, toSplitRuleJSON(it))
-	}
-	writeList(w, out, p, total)
+	writeList(w, mapSlice(list, toSplitRuleJSON), p, total)
 	return nil
 }
 
 func (s *Server) getSplitRule(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "split rule")
-	if err != nil {
-		return err
-	}
-	rule, err := store.SplitRuleByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "split rule")
-	}
-	writeData(w, http.StatusOK, toSplitRuleJSON(rule))
-	return nil
+	return writeByID(s, w, r, "split rule", store.SplitRuleByID, toSplitRuleJSON)
 }
 
 func (s *Server) createSplitRule(w http.ResponseWriter, r *http.Request) error {

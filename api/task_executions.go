@@ -62,16 +62,7 @@ func toTaskExecutionJSON(e store.TaskExecution) taskExecutionJSON {
 }
 
 func (s *Server) getTaskExecution(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "task execution")
-	if err != nil {
-		return err
-	}
-	e, err := store.TaskExecutionByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "task execution")
-	}
-	writeData(w, http.StatusOK, toTaskExecutionJSON(e))
-	return nil
+	return writeByID(s, w, r, "task execution", store.TaskExecutionByID, toTaskExecutionJSON)
 }
 
 func (s *Server) listTaskExecutions(w http.ResponseWriter, r *http.Request) error {
@@ -87,11 +78,7 @@ func (s *Server) listTaskExecutions(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	out := make([]taskExecutionJSON, 0, len(list))
-	for _, e := range list {
-		out = append(out, toTaskExecutionJSON(e))
-	}
-	writeList(w, out, p, total)
+	writeList(w, mapSlice(list, toTaskExecutionJSON), p, total)
 	return nil
 }
 

@@ -92,11 +92,7 @@ func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	out := make([]transformationJSON, 0, len(list))
-	for _, t := range list {
-		out = append(out, toTransformationJSON(t))
-	}
-	writeList(w, out, p, total)
+	writeList(w, mapSlice(list, toTransformationJSON), p, total)
 	return nil
 }
 
