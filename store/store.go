@@ -53,6 +53,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 	if cfg.MaxConns < 16 {
 		cfg.MaxConns = 16
 	}
+	ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -62,6 +63,19 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
 	}
 	return &Store{Pool: pool}, nil
+}
+
+// ConfigurePool sets what every pool of the service needs on each new
+// connection (the uuid codec).
+func ConfigurePool(cfg *pgxpool.Config) {
+	after := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		RegisterUUID(conn)
+		if after != nil {
+			return after(ctx, conn)
+		}
+		return nil
+	}
 }
 
 // Close releases the pool.

@@ -91,6 +91,7 @@ func create() (*store.Store, error) {
 		return nil, err
 	}
 	cfg.MaxConns = 40
+	store.ConfigurePool(cfg)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
