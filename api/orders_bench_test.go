@@ -26,7 +26,7 @@ import (
 // interleaved in chunks so both see the same machine load: through the real
 // router, middleware and store, authenticated by an API key ("router"), and
 // through a bare chi handler that decodes the same JSON and runs one plain
-// pgx INSERT into the same table ("bare"). It reports both rates and their
+// pgx INSERT into the same table through a stock pgx pool ("bare"). It reports both rates and their
 // ratio (issue 7: router/bare >= 0.75).
 //
 //	go test ./api -run XXX -bench CreateOrder -benchtime 3000x -count 3
@@ -42,7 +42,15 @@ func BenchmarkCreateOrder(b *testing.B) {
 	// One external id per request.
 	template := strings.Replace(raw, `"external_id":"EXT"`, `"external_id":"%s-%d"`, 1)
 	require.Contains(b, template, "%d")
-	bare := bareOrderRouter(e.deps.Store.Pool, uuid.MustParse(owner.org))
+	// The baseline gets a stock pgx pool of the same size (the service's
+	// pool is configured by store.ConfigurePool).
+	cfg, err := pgxpool.ParseConfig(e.deps.Store.Pool.Config().ConnString())
+	require.NoError(b, err)
+	cfg.MaxConns = e.deps.Store.Pool.Config().MaxConns
+	barePool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(b, err)
+	b.Cleanup(barePool.Close)
+	bare := bareOrderRouter(barePool, uuid.MustParse(owner.org))
 
 	const clients, chunk = 32, 256
 	var seq atomic.Int64
