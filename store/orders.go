@@ -116,35 +116,30 @@ func insertOrderErr(err error) error {
 	return mapErr(err)
 }
 
-// CreateOrderProbe is CreateOrder that also tells, in the same round trip
-// (the insert and OrderRulesApply's question, for the order's bridge, sent
-// as one batch), whether any active split rule or dispatcher of trigger
-// applies to the new order: the API then spares the order hooks their own
-// query (rules.WithRulesKnown).
+// CreateOrderProbe is CreateOrder that also tells, in the same statement,
+// whether any active split rule or dispatcher of trigger applies to the new
+// order (OrderRulesApply's question for the order's bridge): the API then
+// spares the order hooks their own query (rules.WithRulesKnown). One
+// statement rather than a batch of two saves the server a second bind and
+// executor start on the hottest write of the service.
 func CreateOrderProbe(ctx context.Context, db DBTX, o Order, trigger string) (Order, bool, bool, error) {
-	b := &pgx.Batch{}
-	b.Queue(insertOrderSQL, insertOrderArgs(&o)...)
-	b.Queue(bridgeRulesApplySQL, o.OrganizationID, o.BridgeID, trigger)
-	br := db.SendBatch(ctx, b)
-	err := br.QueryRow().Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt)
+	args := append(insertOrderArgs(&o), trigger)
 	var split, dispatch bool
-	if err == nil {
-		err = br.QueryRow().Scan(&split, &dispatch)
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
+	err := db.QueryRow(ctx, createOrderProbeSQL, args...).Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt, &split, &dispatch)
 	if err != nil {
 		return Order{}, false, false, insertOrderErr(err)
 	}
 	return o, split, dispatch, nil
 }
 
-// bridgeRulesApplySQL is OrderRulesApply's question for a bridge ($2; an
-// order without one meets no rule).
-const bridgeRulesApplySQL = `SELECT
-  $2::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = $1 AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = $2)),
-  $2::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = $1 AND d.is_active AND d.source_bridge_ids @> ARRAY[$2::uuid] AND ($3 = '' OR $3 = ANY(d.trigger_on)))`
+// createOrderProbeSQL is insertOrderSQL with the rules question ($23: the
+// trigger; an order without a bridge meets no rule). The question reads
+// the rule tables, never the order just inserted.
+const createOrderProbeSQL = `WITH ins AS (` + insertOrderSQL + `)
+SELECT ins.ordered_at, ins.created_at, ins.updated_at,
+  $3::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = $2 AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = $3)),
+  $3::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = $2 AND d.is_active AND d.source_bridge_ids @> ARRAY[$3::uuid] AND ($23::text = '' OR $23::text = ANY(d.trigger_on)))
+FROM ins`
 
 // OrderByID finds an order of the organization.
 func OrderByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (Order, error) {
