@@ -77,8 +77,11 @@ func TestDispatcherEndpoints(t *testing.T) {
 	requireError(t, e.do(key, "POST", "/api/v1/dispatchers", dispTestTotal("Big orders", shop, hub, 1)), 409, "conflict")
 	vip := dispTestCreate(t, e, key, map[string]any{"name": "VIP", "sourceBridgeIds": []any{shop}, "destinationBridgeId": hub, "priority": 5,
 		"triggerOn": []any{"manual"}, "conditions": []any{map[string]any{"field": "customer.email", "operator": "in_set", "setId": set}}})
-	dispTestCreate(t, e, key, map[string]any{"name": "Another", "sourceBridgeIds": []any{hub}, "destinationBridgeId": shop, "priority": 5, "isActive": false,
+	another := dispTestCreate(t, e, key, map[string]any{"name": "Another", "sourceBridgeIds": []any{hub}, "destinationBridgeId": shop, "priority": 5, "isActive": false,
 		"conditions": []any{map[string]any{"field": "status", "operator": "exists"}}})
+	// Part 2's simple condition is {field, operator, value}: exists shows value null; a set condition shows setId.
+	require.Equal(t, []any{map[string]any{"field": "status", "operator": "exists", "value": nil}}, another["conditions"])
+	require.Equal(t, []any{map[string]any{"field": "customer.email", "operator": "in_set", "setId": set}}, vip["conditions"])
 
 	// The set is referenced: its delete is 409.
 	requireError(t, e.do(owner.caller, "DELETE", "/api/v1/condition-sets/"+set, nil), 409, "conflict")

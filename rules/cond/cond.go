@@ -103,6 +103,24 @@ type Condition struct {
 	SetID    *uuid.UUID `json:"setId,omitempty"`
 }
 
+// MarshalJSON writes a simple condition with its value, null for exists and
+// not_exists (Part 2: {field, operator, value}), and a set condition with
+// its setId and no value.
+func (c Condition) MarshalJSON() ([]byte, error) {
+	if c.SetID != nil {
+		return json.Marshal(struct {
+			Field    string    `json:"field"`
+			Operator string    `json:"operator"`
+			SetID    uuid.UUID `json:"setId"`
+		}{c.Field, c.Operator, *c.SetID})
+	}
+	return json.Marshal(struct {
+		Field    string `json:"field"`
+		Operator string `json:"operator"`
+		Value    any    `json:"value"`
+	}{c.Field, c.Operator, c.Value})
+}
+
 // UnmarshalJSON keeps numbers exact (json.Number).
 func (c *Condition) UnmarshalJSON(raw []byte) error {
 	type plain Condition

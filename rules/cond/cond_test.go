@@ -400,3 +400,26 @@ func BenchmarkInSetLarge(b *testing.B) {
 		}
 	}
 }
+
+// TestConditionJSONShape: a simple condition always carries value (null
+// for exists), a set condition carries setId and no value.
+func TestConditionJSONShape(t *testing.T) {
+	set := uuid.MustParse("0193a6b2-7c4e-7d11-9f3a-5b2c8d4e6f70")
+	for _, c := range []struct {
+		in   Condition
+		want string
+	}{
+		{Condition{Field: "status", Operator: OpExists}, `{"field":"status","operator":"exists","value":null}`},
+		{Condition{Field: "totals.total", Operator: OpGreaterThan, Value: json.Number("100")}, `{"field":"totals.total","operator":"greater_than","value":100}`},
+		{Condition{Field: "customer.email", Operator: OpInSet, SetID: &set}, `{"field":"customer.email","operator":"in_set","setId":"` + set.String() + `"}`},
+	} {
+		raw, err := json.Marshal(c.in)
+		if err != nil || string(raw) != c.want {
+			t.Errorf("%+v: %s %v, want %s", c.in, raw, err, c.want)
+		}
+		var back Condition
+		if err := json.Unmarshal(raw, &back); err != nil || back.Field != c.in.Field || back.Operator != c.in.Operator {
+			t.Errorf("%s: round trip %+v %v", raw, back, err)
+		}
+	}
+}
