@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -307,10 +306,7 @@ func BenchmarkCreateShipment(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	pct := func(d []time.Duration, q float64) time.Duration {
-		slices.Sort(d)
-		return d[min(len(d)-1, int(q*float64(len(d))))]
-	}
+	pct := percentile
 	b.ReportMetric(float64(pct(lat, 0.5))/1e6, "p50-ms")
 	b.ReportMetric(float64(pct(lat, 0.99))/1e6, "p99-ms")
 	b.ReportMetric(float64(pct(over, 0.5))/1e6, "overhead-p50-ms")
