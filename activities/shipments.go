@@ -521,7 +521,16 @@ func (a *ShipmentActivities) BuyShipmentLabel(ctx context.Context, in BuyShipmen
 		return BuyShipmentLabelResult{}, carrierCallError(err)
 	}
 	a.log().InfoContext(ctx, "label bought", "organization_id", orgID, "shipment_id", shipmentID, "tracking_number", l.TrackingNumber)
-	return BuyShipmentLabelResult{Label: ShipmentLabelDoc(l)}, nil
+	doc := ShipmentLabelDoc(l)
+	// The documents go to the stash at once: they need not travel through
+	// Temporal (whatever their size), and a lost answer can be found there.
+	// If the stash cannot be written they travel in the result as before.
+	if err := store.StashShipmentLabel(ctx, a.Store.Pool, orgID, shipmentID, doc); err != nil {
+		a.log().WarnContext(ctx, "label documents not stashed; they travel in the result", "shipment_id", shipmentID, "error", err.Error())
+	} else {
+		doc.Document, doc.Pieces, doc.Stashed = nil, nil, true
+	}
+	return BuyShipmentLabelResult{Label: doc}, nil
 }
 
 func deref(s *string) string {
@@ -599,6 +608,9 @@ func (a *ShipmentActivities) RecordShipmentLabel(ctx context.Context, in RecordS
 	if errors.Is(err, store.ErrNotFound) {
 		return purchaseGone("the shipment was deleted while its label was being bought")
 	}
+	if errors.Is(err, store.ErrLabelStashMissing) {
+		return purchaseGone("the label's documents were lost before it was recorded")
+	}
 	if err != nil {
 		return fmt.Errorf("record the label of shipment %s: %w", in.ShipmentID, err)
 	}
@@ -655,14 +667,25 @@ type FindShipmentLabelResult struct {
 	TrackingNumber string `json:"trackingNumber"`
 }
 
-// FindShipmentLabel asks the carrier, when it offers a lookup by reference
-// (carriers.LabelFinder), whether a purchase whose answer was lost bought a
-// label. Only a label found is conclusive (it is then voided): a carrier
+// FindShipmentLabel tells whether a purchase whose answer was lost bought a
+// label: from the shipment's label stash (the activity wrote it before its
+// answer was lost), else by asking the carrier when it offers a lookup by
+// reference (carriers.LabelFinder). Only a label found is conclusive (it is then voided): a carrier
 // may index a label some time after selling it.
 func (a *ShipmentActivities) FindShipmentLabel(ctx context.Context, in FindShipmentLabelInput) (FindShipmentLabelResult, error) {
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
 		return FindShipmentLabelResult{}, err
+	}
+	// The purchase stashed what the carrier sold before its answer was lost.
+	if shipmentID, perr := uuid.Parse(in.Reference); perr == nil {
+		tn, found, err := store.StashedShipmentLabel(ctx, a.Store.Pool, ids[0], shipmentID)
+		if err != nil {
+			return FindShipmentLabelResult{}, fmt.Errorf("read the label stash of shipment %s: %w", shipmentID, err)
+		}
+		if found {
+			return FindShipmentLabelResult{Supported: true, Found: true, TrackingNumber: tn}, nil
+		}
 	}
 	carrier, acct, err := a.accountAdapter(ctx, ids[0], ids[1], false)
 	if err != nil {

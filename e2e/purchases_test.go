@@ -209,6 +209,24 @@ func TestShipmentLabelWorkerCrashEndToEnd(t *testing.T) {
 				require.NotEmpty(t, d["tracking_number"])
 				require.EqualValues(t, 0, p.voids.Load()-voids)
 				require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
+				// The documents went through the stash, not the history;
+				// the label as recorded has them.
+				it := p.temporal.GetWorkflowHistory(ctx, wfID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+				var bought *activities.BuyShipmentLabelResult
+				for it.HasNext() {
+					ev, err := it.Next()
+					require.NoError(t, err)
+					if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+						bought = &activities.BuyShipmentLabelResult{}
+						require.NoError(t, dataConverter.FromPayloads(a.GetResult(), bought))
+					}
+				}
+				require.NotNil(t, bought)
+				require.True(t, bought.Label.Stashed)
+				require.Empty(t, bought.Label.Document)
+				l, err := store.ShipmentLabel(ctx, p.store.Pool, uuid.MustParse(p.org), uuid.MustParse(shipmentID))
+				require.NoError(t, err)
+				require.NotEmpty(t, l.Document)
 				writeHistory(t, ctx, p.temporal, wfID, runID, "shipment_label_history.json")
 			} else {
 				require.Equal(t, 409, got.code, "%v", got.body)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Shipment statuses (the CHECK constraint of migrations/00004). The label
@@ -176,11 +178,56 @@ type ShipmentLabelDoc struct {
 	Document        []byte   `json:"document"`
 	TrackingNumbers []string `json:"trackingNumbers"`
 	Pieces          [][]byte `json:"pieces"`
+	// Stashed: Document and Pieces are not here but in the shipment's
+	// stash (StashShipmentLabel), where CompleteShipmentLabel takes them.
+	Stashed bool `json:"stashed,omitempty"`
+}
+
+// ErrLabelStashMissing: CompleteShipmentLabel was told the documents are
+// stashed, and the stash is gone; nothing was recorded.
+var ErrLabelStashMissing = errors.New("the label's stashed documents are gone")
+
+// StashShipmentLabel keeps the documents and tracking number of a label
+// just bought for a pending shipment (migration 00024), so that they need
+// not travel in the purchase workflow's payloads. ErrNotFound: the
+// shipment is gone or no longer pending.
+func StashShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID, l ShipmentLabelDoc) error {
+	if l.Pieces == nil {
+		l.Pieces = [][]byte{}
+	}
+	if l.Document == nil {
+		l.Document = []byte{}
+	}
+	tag, err := db.Exec(ctx, `
+INSERT INTO shipment_label_stash (shipment_id, organization_id, tracking_number, document, piece_documents)
+SELECT id, organization_id, $3, $4, $5 FROM shipments WHERE organization_id = $1 AND id = $2 AND status = 'pending'
+ON CONFLICT (shipment_id) DO UPDATE
+   SET tracking_number = excluded.tracking_number, document = excluded.document, piece_documents = excluded.piece_documents`,
+		orgID, id, l.TrackingNumber, l.Document, l.Pieces)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// StashedShipmentLabel is the tracking number of the label stashed for a
+// shipment (a label was bought for it but not recorded); found is false
+// when there is none.
+func StashedShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID) (trackingNumber string, found bool, err error) {
+	err = mapErr(db.QueryRow(ctx, `SELECT tracking_number FROM shipment_label_stash WHERE organization_id = $1 AND shipment_id = $2`, orgID, id).Scan(&trackingNumber))
+	if err == ErrNotFound {
+		return "", false, nil
+	}
+	return trackingNumber, err == nil, err
 }
 
 // CompleteShipmentLabel records a bought label on a pending shipment: the
 // shipment becomes label_created with its tracking number, rate and the
-// carrier's response, and the document is stored, in one statement. A
+// carrier's response, and the document is stored (taken from the stash
+// when l.Stashed; the stash is removed either way), in one statement. A
 // shipment that is no longer pending (an earlier attempt recorded the
 // label) is left as it is. It returns the shipment as stored
 // (ErrNotFound: it was deleted); Recorded tells whether it holds this label.
@@ -198,12 +245,20 @@ WITH u AS (
          ship_date = coalesce($6::date, ship_date), carrier_response = $7, updated_at = now()
    WHERE organization_id = $1 AND id = $2 AND status = 'pending'
   RETURNING id, organization_id
+), st AS (
+  DELETE FROM shipment_label_stash WHERE shipment_id = (SELECT id FROM u) RETURNING document, piece_documents
 )
 INSERT INTO shipment_labels (shipment_id, organization_id, format, content_type, document, tracking_numbers, piece_documents)
-SELECT id, organization_id, $8, $9, $10, $11, $12 FROM u
+SELECT u.id, u.organization_id, $8, $9,
+       CASE WHEN $13::bool THEN st.document ELSE $10 END, $11, CASE WHEN $13::bool THEN st.piece_documents ELSE $12 END
+  FROM u LEFT JOIN st ON true
 ON CONFLICT (shipment_id) DO NOTHING`,
 		orgID, id, l.TrackingNumber, l.RateAmount, l.RateCurrency, l.ShipDate, l.CarrierResponse,
-		l.Format, l.ContentType, l.Document, l.TrackingNumbers, l.Pieces)
+		l.Format, l.ContentType, l.Document, l.TrackingNumbers, l.Pieces, l.Stashed)
+	var pgErr *pgconn.PgError
+	if l.Stashed && errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.ColumnName == "document" {
+		return Shipment{}, ErrLabelStashMissing
+	}
 	if err != nil {
 		return Shipment{}, mapErr(err)
 	}

@@ -85,6 +85,35 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	_, err = store.CompleteShipmentLabel(ctx, s.Pool, otherOrg, sh.ID, doc)
 	require.ErrorIs(t, err, store.ErrNotFound)
 
+	// A stash is for a pending shipment of the organization only.
+	require.ErrorIs(t, store.StashShipmentLabel(ctx, s.Pool, orgID, sh.ID, doc), store.ErrNotFound, "no longer pending")
+	require.ErrorIs(t, store.StashShipmentLabel(ctx, s.Pool, otherOrg, shpTestPending(t, s, orgID, orderID, accountID).ID, doc), store.ErrNotFound)
+
+	// Multi-package labels keep every piece, also through the stash.
+	stashed := shpTestPending(t, s, orgID, orderID, accountID)
+	pieces := doc
+	pieces.TrackingNumber, pieces.TrackingNumbers, pieces.Pieces = "s1", []string{"s1", "s2"}, [][]byte{[]byte("^XA1^XZ"), []byte("^XA2^XZ")}
+	require.NoError(t, store.StashShipmentLabel(ctx, s.Pool, orgID, stashed.ID, pieces))
+	_, found, err := store.StashedShipmentLabel(ctx, s.Pool, otherOrg, stashed.ID)
+	require.NoError(t, err)
+	require.False(t, found, "another organization's stash")
+	stashedTN, found, err := store.StashedShipmentLabel(ctx, s.Pool, orgID, stashed.ID)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, "s1", stashedTN)
+	pieces.Document, pieces.Pieces, pieces.Stashed = nil, nil, true
+	got, err = store.CompleteShipmentLabel(ctx, s.Pool, orgID, stashed.ID, pieces)
+	require.NoError(t, err)
+	require.True(t, pieces.Recorded(got))
+	l, err = store.ShipmentLabel(ctx, s.Pool, orgID, stashed.ID)
+	require.NoError(t, err)
+	require.Equal(t, []byte("%PDF-1"), l.Document)
+	require.Equal(t, [][]byte{[]byte("^XA1^XZ"), []byte("^XA2^XZ")}, l.PieceDocuments)
+	require.Equal(t, []string{"s1", "s2"}, l.TrackingNumbers)
+	_, found, err = store.StashedShipmentLabel(ctx, s.Pool, orgID, stashed.ID)
+	require.NoError(t, err)
+	require.False(t, found, "recorded: the stash is gone")
+
 	// Multi-package labels keep every piece.
 	sh2 := shpTestPending(t, s, orgID, orderID, accountID)
 	doc.TrackingNumbers, doc.Pieces = []string{"a", "b"}, [][]byte{[]byte("^XA1^XZ"), []byte("^XA2^XZ")}
