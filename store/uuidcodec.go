@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -65,13 +64,14 @@ func (encodeUUIDText) Encode(value any, buf []byte) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
-var errScanNullUUID = errors.New("cannot scan NULL into *uuid.UUID")
-
+// scanUUIDBinary and scanUUIDText leave a uuid.UUID as it is on NULL, as
+// uuid.UUID's sql.Scanner does under stock pgx (a nullable column is read
+// into a *uuid.UUID).
 type scanUUIDBinary struct{}
 
 func (scanUUIDBinary) Scan(src []byte, dst any) error {
 	if src == nil {
-		return errScanNullUUID
+		return nil
 	}
 	if len(src) != 16 {
 		return fmt.Errorf("invalid length for uuid: %d", len(src))
@@ -84,7 +84,7 @@ type scanUUIDText struct{}
 
 func (scanUUIDText) Scan(src []byte, dst any) error {
 	if src == nil {
-		return errScanNullUUID
+		return nil
 	}
 	u, err := uuid.ParseBytes(src)
 	if err != nil {
