@@ -70,9 +70,25 @@ func toDispatcherJSON(d store.Dispatcher) dispatcherJSON {
 	return dispatcherJSON{
 		ID: d.ID, OrganizationID: d.OrganizationID, Name: d.Name, Description: d.Description,
 		SourceBridgeIDs: d.SourceBridgeIDs, DestinationBridgeID: d.DestinationBridgeID, DestinationConfig: d.DestinationConfig,
-		Conditions: d.Conditions, MatchMode: d.MatchMode, TriggerOn: d.TriggerOn, IsActive: d.IsActive, Priority: d.Priority,
+		Conditions: normalizedJSON[[]cond.Condition](d.Conditions), MatchMode: d.MatchMode, TriggerOn: d.TriggerOn, IsActive: d.IsActive, Priority: d.Priority,
 		OrdersAssigned: d.OrdersAssigned, LastAssignedAt: d.LastAssignedAt, CreatedAt: d.CreatedAt, UpdatedAt: d.UpdatedAt,
 	}
+}
+
+// normalizedJSON is stored JSON written again through T's encoding, so
+// rows stored before that encoding changed answer in today's shape (a
+// condition without value, stored before cond.Condition wrote value: null).
+// Anything that does not decode is returned as stored.
+func normalizedJSON[T any](raw json.RawMessage) json.RawMessage {
+	var v T
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 // assignmentJSON is the Dispatch assignment resource (camelCase).

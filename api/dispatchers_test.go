@@ -82,6 +82,12 @@ func TestDispatcherEndpoints(t *testing.T) {
 	// Part 2's simple condition is {field, operator, value}: exists shows value null; a set condition shows setId.
 	require.Equal(t, []any{map[string]any{"field": "status", "operator": "exists", "value": nil}}, another["conditions"])
 	require.Equal(t, []any{map[string]any{"field": "customer.email", "operator": "in_set", "setId": set}}, vip["conditions"])
+	// A row stored in the earlier shape (no value key) answers in this one.
+	_, err := e.deps.Store.Pool.Exec(t.Context(), `UPDATE dispatchers SET conditions = '[{"field": "status", "operator": "exists"}]' WHERE id = $1`, another["id"])
+	require.NoError(t, err)
+	res := e.do(readOnly, "GET", "/api/v1/dispatchers/"+another["id"].(string), nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, []any{map[string]any{"field": "status", "operator": "exists", "value": nil}}, res.data()["conditions"])
 
 	// The set is referenced: its delete is 409.
 	requireError(t, e.do(owner.caller, "DELETE", "/api/v1/condition-sets/"+set, nil), 409, "conflict")
@@ -159,7 +165,7 @@ func TestDispatcherEndpoints(t *testing.T) {
 	requireError(t, e.do(key, "POST", "/api/v1/dispatchers/evaluate/00000000-0000-0000-0000-000000000000", nil), 404, "not_found")
 
 	// Bulk assign: conditions bypassed, already assigned skipped, 1-200.
-	res := e.do(key, "POST", bp+"/assign", map[string]any{"orderIds": []any{cheap, pricey}})
+	res = e.do(key, "POST", bp+"/assign", map[string]any{"orderIds": []any{cheap, pricey}})
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
 	require.Equal(t, map[string]any{"assigned": float64(1), "skipped": float64(1)}, res.data())
 	require.Equal(t, []string{"orderIds"}, orderTestFields(t, e.do(key, "POST", bp+"/assign", map[string]any{"orderIds": []any{}})))
@@ -180,7 +186,7 @@ func TestDispatcherEndpoints(t *testing.T) {
 	requireError(t, e.do(key, "DELETE", bp, nil), 409, "conflict")
 
 	// Retry resets failed ones.
-	_, err := e.deps.Store.Pool.Exec(context.Background(), `UPDATE dispatch_assignments SET status = 'failed', retry_count = 3, error_message = 'x'`)
+	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE dispatch_assignments SET status = 'failed', retry_count = 3, error_message = 'x'`)
 	require.NoError(t, err)
 	res = e.do(key, "POST", "/api/v1/dispatchers/assignments/retry", map[string]any{"assignmentIds": []any{a["id"]}})
 	require.Equal(t, 200, res.Code, "%s", res.Raw)

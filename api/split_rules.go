@@ -54,8 +54,8 @@ type splitRuleJSON struct {
 }
 
 func toSplitRuleJSON(r store.SplitRule) splitRuleJSON {
-	groups := r.ConditionGroups
-	if len(groups) == 0 {
+	groups := normalizedJSON[[]rules.ConditionGroup](r.ConditionGroups)
+	if len(groups) == 0 || string(groups) == "null" {
 		groups = json.RawMessage(`[]`)
 	}
 	return splitRuleJSON{
