@@ -41,10 +41,12 @@ type PurgeExpiredInput struct{}
 // PurgeExpiredResult counts what PurgeExpired removed.
 type PurgeExpiredResult struct {
 	IdempotencyKeys int64 `json:"idempotencyKeys"`
+	LabelStashes    int64 `json:"labelStashes,omitempty"`
 }
 
 // PurgeExpired deletes Idempotency-Key records older than their 24-hour
-// lifetime (one DELETE over an index; idempotent).
+// lifetime (one DELETE over an index) and the label stashes of settled
+// shipments; idempotent.
 func (a *MaintenanceActivities) PurgeExpired(ctx context.Context, _ PurgeExpiredInput) (PurgeExpiredResult, error) {
 	n, err := store.PurgeIdempotencyKeys(ctx, a.Store.Pool)
 	if err != nil {
@@ -53,7 +55,14 @@ func (a *MaintenanceActivities) PurgeExpired(ctx context.Context, _ PurgeExpired
 	if n > 0 && a.Logger != nil {
 		a.Logger.Info("purged expired idempotency keys", "count", n)
 	}
-	return PurgeExpiredResult{IdempotencyKeys: n}, nil
+	stashes, err := store.PurgeSettledLabelStashes(ctx, a.Store.Pool)
+	if err != nil {
+		return PurgeExpiredResult{IdempotencyKeys: n}, err
+	}
+	if stashes > 0 && a.Logger != nil {
+		a.Logger.Info("purged label stashes of settled shipments", "count", stashes)
+	}
+	return PurgeExpiredResult{IdempotencyKeys: n, LabelStashes: stashes}, nil
 }
 
 // ---- reconciliation ----

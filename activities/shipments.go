@@ -509,6 +509,14 @@ func (a *ShipmentActivities) BuyShipmentLabel(ctx context.Context, in BuyShipmen
 	if sh.Status != store.ShipmentPending {
 		return BuyShipmentLabelResult{}, purchaseGone("the shipment is " + sh.Status + ", no longer pending its label")
 	}
+	// A label already bought for this shipment (an earlier execution whose
+	// answer was lost, a run reset in the UI) is recorded, not bought again.
+	if stashed, found, err := store.StashedShipmentLabel(ctx, a.Store.Pool, orgID, shipmentID); err != nil {
+		return BuyShipmentLabelResult{}, notCalledYet(ErrTypeCarrierNotSent, "read the label stash", fmt.Errorf("read the label stash of shipment %s: %w", shipmentID, err))
+	} else if found {
+		a.log().InfoContext(ctx, "label already bought for this shipment; recording it", "organization_id", orgID, "shipment_id", shipmentID, "tracking_number", stashed.TrackingNumber)
+		return BuyShipmentLabelResult{Label: stashed}, nil
+	}
 	carrier, acct, err := a.accountAdapter(ctx, orgID, acctID, true)
 	if err != nil {
 		return BuyShipmentLabelResult{}, err
@@ -679,12 +687,12 @@ func (a *ShipmentActivities) FindShipmentLabel(ctx context.Context, in FindShipm
 	}
 	// The purchase stashed what the carrier sold before its answer was lost.
 	if shipmentID, perr := uuid.Parse(in.Reference); perr == nil {
-		tn, found, err := store.StashedShipmentLabel(ctx, a.Store.Pool, ids[0], shipmentID)
+		stashed, found, err := store.StashedShipmentLabel(ctx, a.Store.Pool, ids[0], shipmentID)
 		if err != nil {
 			return FindShipmentLabelResult{}, fmt.Errorf("read the label stash of shipment %s: %w", shipmentID, err)
 		}
 		if found {
-			return FindShipmentLabelResult{Supported: true, Found: true, TrackingNumber: tn}, nil
+			return FindShipmentLabelResult{Supported: true, Found: true, TrackingNumber: stashed.TrackingNumber}, nil
 		}
 	}
 	carrier, acct, err := a.accountAdapter(ctx, ids[0], ids[1], false)
@@ -848,18 +856,21 @@ func (a *ShipmentActivities) settleShipment(ctx context.Context, row store.Waiti
 		_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
 		return true, err
 	}
-	// The run ended without recording the purchase: ask the carrier where
-	// it can (a label found is voided).
+	// The run ended without recording the purchase: the label its
+	// activity stashed, else the carrier's lookup where it has one (a label
+	// found is voided).
 	if sh, err := store.ShipmentByID(ctx, a.Store.Pool, row.OrganizationID, row.ID); err == nil && sh.CarrierAccountID != nil {
 		if carrier, acct, err := a.accountAdapter(ctx, row.OrganizationID, *sh.CarrierAccountID, false); err == nil {
-			if finder, ok := carrier.(carriers.LabelFinder); ok {
-				// Only a label found and voided settles it: not found
-				// proves nothing.
-				tn, found, ferr := finder.FindLabel(ctx, acct, row.ID.String())
-				if ferr == nil && found && carrier.VoidLabel(ctx, acct, tn) == nil {
-					_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
-					return true, err
-				}
+			stashed, found, ferr := store.StashedShipmentLabel(ctx, a.Store.Pool, row.OrganizationID, row.ID)
+			tn := stashed.TrackingNumber
+			if finder, ok := carrier.(carriers.LabelFinder); ok && ferr == nil && !found {
+				tn, found, ferr = finder.FindLabel(ctx, acct, row.ID.String())
+			}
+			// Only a label found and voided settles it: not found proves
+			// nothing.
+			if ferr == nil && found && carrier.VoidLabel(ctx, acct, tn) == nil {
+				_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
+				return true, err
 			}
 		}
 	}

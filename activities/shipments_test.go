@@ -306,8 +306,20 @@ func TestReconcileShipments(t *testing.T) {
 
 	neverStarted, terminated, running := shipment(old), shipment(old), shipment(old)
 	fresh := shipment(time.Now())
+	// A run terminated after its activity bought and stashed the label
+	// (carrier_a has no lookup): the stash names the label, which is voided.
+	stashed := shipment(old)
+	bought, err := f.acts.BuyShipmentLabel(ctx, BuyShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: stashed.String(), CarrierAccountID: f.accountID.String(),
+		Request: carriers.LabelRequest{
+			ShipFrom: carriers.Address{Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
+			ShipTo:   carriers.Address{Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
+			Packages: []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}}}, ServiceType: "FEDEX_GROUND", ShipDate: time.Now().UTC().AddDate(0, 0, 1),
+		}})
+	require.NoError(t, err)
+	require.True(t, bought.Label.Stashed)
 	describe(ShipmentLabelIDPrefix+neverStarted.String(), none)
 	describe(ShipmentLabelIDPrefix+terminated.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
+	describe(ShipmentLabelIDPrefix+stashed.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
 	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
 	pNever, pTimedOut := pickup(), pickup()
 	describe(PickupBookingIDPrefix+pNever.String(), none)
@@ -323,10 +335,15 @@ func TestReconcileShipments(t *testing.T) {
 	require.NoError(t, err)
 	var res ReconcileShipmentsResult
 	require.NoError(t, val.Get(&res))
-	require.Equal(t, ReconcileShipmentsResult{Running: 1, Removed: 2, Failed: 4}, res)
+	require.Equal(t, ReconcileShipmentsResult{Running: 1, Removed: 3, Failed: 4}, res)
 
 	_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, neverStarted)
 	require.ErrorIs(t, err, store.ErrNotFound, "never started: nothing was bought")
+	_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, stashed)
+	require.ErrorIs(t, err, store.ErrNotFound, "the stashed label was voided, the shipment removed")
+	_, found, err := store.StashedShipmentLabel(ctx, f.st.Pool, f.orgID, stashed)
+	require.NoError(t, err)
+	require.False(t, found)
 	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, terminated)
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentException, sh.Status)
@@ -418,6 +435,11 @@ func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
 	found, err := f.acts.FindShipmentLabel(ctx, FindShipmentLabelInput{OrganizationID: f.orgID.String(), CarrierAccountID: f.accountID.String(), Reference: id.String()})
 	require.NoError(t, err)
 	require.Equal(t, FindShipmentLabelResult{Supported: true, Found: true, TrackingNumber: res.Label.TrackingNumber}, found)
+	// Bought again before it is recorded (a reset run): the stashed label
+	// comes back and nothing is bought.
+	again, err := buy(f.acts, id)
+	require.NoError(t, err)
+	require.Equal(t, res, again)
 	require.NoError(t, f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(), Label: res.Label}))
 	require.NoError(t, f.acts.RecordShipmentLabel(ctx, RecordShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: id.String(), Label: res.Label}), "idempotent")
 	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
@@ -444,7 +466,7 @@ func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
 	sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, lost)
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentPending, sh.Status, "nothing recorded")
-	again, err := buy(f.acts, id)
+	again, err = buy(f.acts, id)
 	require.NoError(t, err)
 	require.True(t, again.AlreadyRecorded)
 	require.Equal(t, res.Label.TrackingNumber, again.Label.TrackingNumber)

@@ -144,7 +144,23 @@ UPDATE shipments SET status = 'exception', carrier_response = jsonb_build_object
 	if err != nil {
 		return false, mapErr(err)
 	}
+	// A label stash has no use once the shipment is settled (a statement of
+	// its own: it sees a stash committed while the update waited).
+	if _, err := db.Exec(ctx, `DELETE FROM shipment_label_stash WHERE organization_id = $1 AND shipment_id = $2`, orgID, id); err != nil {
+		return false, mapErr(err)
+	}
 	return tag.RowsAffected() > 0, nil
+}
+
+// PurgeSettledLabelStashes deletes the label stashes of shipments no longer
+// pending (a stash is only read while its shipment waits for its label):
+// the rare one a settling path left behind. It returns how many.
+func PurgeSettledLabelStashes(ctx context.Context, db DBTX) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM shipment_label_stash st USING shipments s WHERE s.id = st.shipment_id AND s.status <> 'pending'`)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // stalePending lists up to limit rows of table still pending that were
@@ -190,20 +206,28 @@ var ErrLabelStashMissing = errors.New("the label's stashed documents are gone")
 // StashShipmentLabel keeps the documents and tracking number of a label
 // just bought for a pending shipment (migration 00024), so that they need
 // not travel in the purchase workflow's payloads. ErrNotFound: the
-// shipment is gone or no longer pending.
+// shipment is gone or no longer pending. The shipment row is locked in
+// share mode, so a concurrent change of its status (FailPendingShipment,
+// CompleteShipmentLabel) comes wholly before or after the stash.
 func StashShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID, l ShipmentLabelDoc) error {
-	if l.Pieces == nil {
-		l.Pieces = [][]byte{}
+	doc, pieces := l.Document, l.Pieces
+	if pieces == nil {
+		pieces = [][]byte{}
 	}
-	if l.Document == nil {
-		l.Document = []byte{}
+	if doc == nil {
+		doc = []byte{}
+	}
+	l.Document, l.Pieces, l.Stashed = nil, nil, false
+	facts, err := json.Marshal(l)
+	if err != nil {
+		return err
 	}
 	tag, err := db.Exec(ctx, `
-INSERT INTO shipment_label_stash (shipment_id, organization_id, tracking_number, document, piece_documents)
-SELECT id, organization_id, $3, $4, $5 FROM shipments WHERE organization_id = $1 AND id = $2 AND status = 'pending'
+INSERT INTO shipment_label_stash (shipment_id, organization_id, tracking_number, label, document, piece_documents)
+SELECT id, organization_id, $3, $4, $5, $6 FROM shipments WHERE organization_id = $1 AND id = $2 AND status = 'pending' FOR SHARE
 ON CONFLICT (shipment_id) DO UPDATE
-   SET tracking_number = excluded.tracking_number, document = excluded.document, piece_documents = excluded.piece_documents`,
-		orgID, id, l.TrackingNumber, l.Document, l.Pieces)
+   SET tracking_number = excluded.tracking_number, label = excluded.label, document = excluded.document, piece_documents = excluded.piece_documents`,
+		orgID, id, l.TrackingNumber, facts, doc, pieces)
 	if err != nil {
 		return mapErr(err)
 	}
@@ -213,15 +237,23 @@ ON CONFLICT (shipment_id) DO UPDATE
 	return nil
 }
 
-// StashedShipmentLabel is the tracking number of the label stashed for a
-// shipment (a label was bought for it but not recorded); found is false
-// when there is none.
-func StashedShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID) (trackingNumber string, found bool, err error) {
-	err = mapErr(db.QueryRow(ctx, `SELECT tracking_number FROM shipment_label_stash WHERE organization_id = $1 AND shipment_id = $2`, orgID, id).Scan(&trackingNumber))
+// StashedShipmentLabel is the label stashed for a shipment (one was bought
+// for it but not recorded): its facts, Stashed set, the documents left in
+// the stash for CompleteShipmentLabel. found is false when there is none.
+func StashedShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID) (l ShipmentLabelDoc, found bool, err error) {
+	var facts []byte
+	err = mapErr(db.QueryRow(ctx, `SELECT label FROM shipment_label_stash WHERE organization_id = $1 AND shipment_id = $2`, orgID, id).Scan(&facts))
 	if err == ErrNotFound {
-		return "", false, nil
+		return ShipmentLabelDoc{}, false, nil
 	}
-	return trackingNumber, err == nil, err
+	if err != nil {
+		return ShipmentLabelDoc{}, false, err
+	}
+	if err := json.Unmarshal(facts, &l); err != nil {
+		return ShipmentLabelDoc{}, false, fmt.Errorf("label stash of shipment %s: %w", id, err)
+	}
+	l.Stashed = true
+	return l, true, nil
 }
 
 // CompleteShipmentLabel records a bought label on a pending shipment: the

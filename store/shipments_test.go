@@ -97,10 +97,12 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	_, found, err := store.StashedShipmentLabel(ctx, s.Pool, otherOrg, stashed.ID)
 	require.NoError(t, err)
 	require.False(t, found, "another organization's stash")
-	stashedTN, found, err := store.StashedShipmentLabel(ctx, s.Pool, orgID, stashed.ID)
+	facts, found, err := store.StashedShipmentLabel(ctx, s.Pool, orgID, stashed.ID)
 	require.NoError(t, err)
 	require.True(t, found)
-	require.Equal(t, "s1", stashedTN)
+	want := pieces
+	want.Document, want.Pieces, want.Stashed = nil, nil, true
+	require.Equal(t, want, facts, "the facts come back, the documents stay in the stash")
 	pieces.Document, pieces.Pieces, pieces.Stashed = nil, nil, true
 	got, err = store.CompleteShipmentLabel(ctx, s.Pool, orgID, stashed.ID, pieces)
 	require.NoError(t, err)
@@ -113,6 +115,26 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	_, found, err = store.StashedShipmentLabel(ctx, s.Pool, orgID, stashed.ID)
 	require.NoError(t, err)
 	require.False(t, found, "recorded: the stash is gone")
+	// A shipment failed as exception drops its stash; one a settling path
+	// left behind is purged.
+	failed := shpTestPending(t, s, orgID, orderID, accountID)
+	require.NoError(t, store.StashShipmentLabel(ctx, s.Pool, orgID, failed.ID, doc))
+	ok, err := store.FailPendingShipment(ctx, s.Pool, orgID, failed.ID, "unknown")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, found, err = store.StashedShipmentLabel(ctx, s.Pool, orgID, failed.ID)
+	require.NoError(t, err)
+	require.False(t, found)
+	left := shpTestPending(t, s, orgID, orderID, accountID)
+	require.NoError(t, store.StashShipmentLabel(ctx, s.Pool, orgID, left.ID, doc))
+	_, err = s.Pool.Exec(ctx, `UPDATE shipments SET status = 'exception' WHERE id = $1`, left.ID)
+	require.NoError(t, err)
+	n, err := store.PurgeSettledLabelStashes(ctx, s.Pool)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	n, err = store.PurgeSettledLabelStashes(ctx, s.Pool)
+	require.NoError(t, err)
+	require.Zero(t, n)
 
 	// Multi-package labels keep every piece.
 	sh2 := shpTestPending(t, s, orgID, orderID, accountID)
@@ -136,7 +158,7 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	for _, p := range pend {
 		require.NotEqual(t, sh3.ID, p.ID, "not yet past its bound")
 	}
-	ok, err := store.FailPendingShipment(ctx, s.Pool, orgID, sh3.ID, "outcome unknown")
+	ok, err = store.FailPendingShipment(ctx, s.Pool, orgID, sh3.ID, "outcome unknown")
 	require.NoError(t, err)
 	require.True(t, ok)
 	got, err = store.ShipmentByID(ctx, s.Pool, orgID, sh3.ID)
