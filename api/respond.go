@@ -66,7 +66,7 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 		}
 		return errBadRequest("invalid_json", "could not read the request body")
 	}
-	if len(strings.TrimSpace(string(raw))) == 0 {
+	if len(bytes.TrimSpace(raw)) == 0 {
 		if optional {
 			return nil
 		}
