@@ -678,8 +678,8 @@ type FindShipmentLabelResult struct {
 // FindShipmentLabel tells whether a purchase whose answer was lost bought a
 // label: from the shipment's label stash (the activity wrote it before its
 // answer was lost), else by asking the carrier when it offers a lookup by
-// reference (carriers.LabelFinder). Only a label found is conclusive (it is then voided): a carrier
-// may index a label some time after selling it.
+// reference (carriers.LabelFinder). Only a label found is conclusive (it is
+// then voided): a carrier may index a label some time after selling it.
 func (a *ShipmentActivities) FindShipmentLabel(ctx context.Context, in FindShipmentLabelInput) (FindShipmentLabelResult, error) {
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
