@@ -652,7 +652,8 @@ func (a *ShipmentActivities) VoidShipmentLabel(ctx context.Context, in VoidShipm
 	switch {
 	case err == nil || errors.Is(err, carriers.ErrNotFound):
 		a.log().InfoContext(ctx, "unrecorded label voided", "organization_id", ids[0], "tracking_number", in.TrackingNumber)
-		return nil
+		// Its stash goes too, so that no later run records a voided label.
+		return store.DropLabelStash(ctx, a.Store.Pool, ids[0], in.TrackingNumber)
 	case carriers.NotSent(err) || carriers.Unanswered(err):
 		return temporal.NewApplicationErrorWithCause(CarrierErrorMessage(err), ErrTypeCarrierOutcomeUnknown, err)
 	}
@@ -861,16 +862,27 @@ func (a *ShipmentActivities) settleShipment(ctx context.Context, row store.Waiti
 	// found is voided).
 	if sh, err := store.ShipmentByID(ctx, a.Store.Pool, row.OrganizationID, row.ID); err == nil && sh.CarrierAccountID != nil {
 		if carrier, acct, err := a.accountAdapter(ctx, row.OrganizationID, *sh.CarrierAccountID, false); err == nil {
-			stashed, found, ferr := store.StashedShipmentLabel(ctx, a.Store.Pool, row.OrganizationID, row.ID)
-			tn := stashed.TrackingNumber
-			if finder, ok := carrier.(carriers.LabelFinder); ok && ferr == nil && !found {
+			stashed, found, err := store.StashedShipmentLabel(ctx, a.Store.Pool, row.OrganizationID, row.ID)
+			if err != nil {
+				return false, err // looked at again by the next run
+			}
+			tn, ferr := stashed.TrackingNumber, error(nil)
+			if finder, ok := carrier.(carriers.LabelFinder); ok && !found {
 				tn, found, ferr = finder.FindLabel(ctx, acct, row.ID.String())
 			}
 			// Only a label found and voided settles it: not found proves
 			// nothing.
-			if ferr == nil && found && carrier.VoidLabel(ctx, acct, tn) == nil {
-				_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
-				return true, err
+			if ferr == nil && found {
+				if verr := carrier.VoidLabel(ctx, acct, tn); verr == nil || errors.Is(verr, carriers.ErrNotFound) {
+					if err := store.DropLabelStash(ctx, a.Store.Pool, row.OrganizationID, tn); err != nil {
+						return false, err
+					}
+					_, err := store.DeletePendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID)
+					return true, err
+				}
+				_, err := store.FailPendingShipment(ctx, a.Store.Pool, row.OrganizationID, row.ID, fmt.Sprintf(
+					"the label purchase stopped before its outcome was recorded (%s); the label %s was bought and could not be voided: void it with the carrier", run.Reason, tn))
+				return false, err
 			}
 		}
 	}

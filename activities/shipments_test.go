@@ -466,6 +466,21 @@ func TestBuyShipmentLabelAgainstSandbox(t *testing.T) {
 	sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, lost)
 	require.NoError(t, err)
 	require.Equal(t, store.ShipmentPending, sh.Status, "nothing recorded")
+	// A voided label's stash goes with it: a later run does not record a
+	// voided label (it buys anew).
+	voided := pending()
+	first, err := buy(f.acts, voided)
+	require.NoError(t, err)
+	require.NoError(t, f.acts.VoidShipmentLabel(ctx, VoidShipmentLabelInput{OrganizationID: f.orgID.String(), CarrierAccountID: f.accountID.String(), TrackingNumber: first.Label.TrackingNumber}))
+	_, stashed, err = store.StashedShipmentLabel(ctx, f.st.Pool, f.orgID, voided)
+	require.NoError(t, err)
+	require.False(t, stashed)
+	unreachable := httptest.NewServer(nil)
+	unreachable.Close()
+	offline := *f.acts
+	offline.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: unreachable.URL})
+	_, err = buy(&offline, voided)
+	requireShipmentAppErr(t, err, ErrTypeCarrierNotSent, true) // it called the carrier: no stashed label answered
 	again, err = buy(f.acts, id)
 	require.NoError(t, err)
 	require.True(t, again.AlreadyRecorded)

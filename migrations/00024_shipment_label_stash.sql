@@ -6,8 +6,9 @@
 -- died after the carrier answered) still finds the label it bought, to void
 -- it; a purchase started again for the same shipment (a reset run) records
 -- the stashed label instead of buying a second one. Recording the label
--- moves the documents to shipment_labels; settling or deleting the shipment
--- deletes its stash.
+-- moves the documents to shipment_labels; voiding the label or deleting the
+-- shipment deletes its stash; a shipment that ends as exception keeps it
+-- (the trace of a label bought and not voided).
 CREATE TABLE shipment_label_stash (
     shipment_id      uuid PRIMARY KEY REFERENCES shipments (id) ON DELETE CASCADE,
     organization_id  uuid NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,

@@ -144,19 +144,19 @@ UPDATE shipments SET status = 'exception', carrier_response = jsonb_build_object
 	if err != nil {
 		return false, mapErr(err)
 	}
-	// A label stash has no use once the shipment is settled (a statement of
-	// its own: it sees a stash committed while the update waited).
-	if _, err := db.Exec(ctx, `DELETE FROM shipment_label_stash WHERE organization_id = $1 AND shipment_id = $2`, orgID, id); err != nil {
-		return false, mapErr(err)
-	}
 	return tag.RowsAffected() > 0, nil
 }
 
-// PurgeSettledLabelStashes deletes the label stashes of shipments no longer
-// pending (a stash is only read while its shipment waits for its label):
-// the rare one a settling path left behind. It returns how many.
+// PurgeSettledLabelStashes deletes the stashes of labels that were recorded
+// (their shipment holds that tracking number and is past pending): the rare
+// one recording did not consume. A stash of a pending shipment is still
+// needed; one of an exception shipment, or of another label than the one
+// recorded, is the only trace of a label bought and not voided, and stays
+// with its shipment. It returns how many it deleted.
 func PurgeSettledLabelStashes(ctx context.Context, db DBTX) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM shipment_label_stash st USING shipments s WHERE s.id = st.shipment_id AND s.status <> 'pending'`)
+	tag, err := db.Exec(ctx, `
+DELETE FROM shipment_label_stash st USING shipments s
+ WHERE s.id = st.shipment_id AND s.status NOT IN ('pending', 'exception') AND s.tracking_number = st.tracking_number`)
 	if err != nil {
 		return 0, mapErr(err)
 	}
@@ -206,7 +206,8 @@ var ErrLabelStashMissing = errors.New("the label's stashed documents are gone")
 // StashShipmentLabel keeps the documents and tracking number of a label
 // just bought for a pending shipment (migration 00024), so that they need
 // not travel in the purchase workflow's payloads. ErrNotFound: the
-// shipment is gone or no longer pending. The shipment row is locked in
+// shipment is gone or no longer pending, or holds the stash of another
+// label (which stays: it is the trace of a label bought before). The shipment row is locked in
 // share mode, so a concurrent change of its status (FailPendingShipment,
 // CompleteShipmentLabel) comes wholly before or after the stash.
 func StashShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID, l ShipmentLabelDoc) error {
@@ -226,7 +227,8 @@ func StashShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID, l Shi
 INSERT INTO shipment_label_stash (shipment_id, organization_id, tracking_number, label, document, piece_documents)
 SELECT id, organization_id, $3, $4, $5, $6 FROM shipments WHERE organization_id = $1 AND id = $2 AND status = 'pending' FOR SHARE
 ON CONFLICT (shipment_id) DO UPDATE
-   SET tracking_number = excluded.tracking_number, label = excluded.label, document = excluded.document, piece_documents = excluded.piece_documents`,
+   SET label = excluded.label, document = excluded.document, piece_documents = excluded.piece_documents
+ WHERE shipment_label_stash.tracking_number = excluded.tracking_number`,
 		orgID, id, l.TrackingNumber, facts, doc, pieces)
 	if err != nil {
 		return mapErr(err)
@@ -235,6 +237,13 @@ ON CONFLICT (shipment_id) DO UPDATE
 		return ErrNotFound
 	}
 	return nil
+}
+
+// DropLabelStash deletes the stash of a label the carrier voided, so that
+// no later run records it.
+func DropLabelStash(ctx context.Context, db DBTX, orgID uuid.UUID, trackingNumber string) error {
+	_, err := db.Exec(ctx, `DELETE FROM shipment_label_stash WHERE organization_id = $1 AND tracking_number = $2`, orgID, trackingNumber)
+	return mapErr(err)
 }
 
 // StashedShipmentLabel is the label stashed for a shipment (one was bought
@@ -278,7 +287,7 @@ WITH u AS (
    WHERE organization_id = $1 AND id = $2 AND status = 'pending'
   RETURNING id, organization_id
 ), st AS (
-  DELETE FROM shipment_label_stash WHERE shipment_id = (SELECT id FROM u) RETURNING document, piece_documents
+  DELETE FROM shipment_label_stash WHERE shipment_id = (SELECT id FROM u) AND tracking_number = $3 RETURNING document, piece_documents
 )
 INSERT INTO shipment_labels (shipment_id, organization_id, format, content_type, document, tracking_numbers, piece_documents)
 SELECT u.id, u.organization_id, $8, $9,

@@ -115,23 +115,33 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	_, found, err = store.StashedShipmentLabel(ctx, s.Pool, orgID, stashed.ID)
 	require.NoError(t, err)
 	require.False(t, found, "recorded: the stash is gone")
-	// A shipment failed as exception drops its stash; one a settling path
-	// left behind is purged.
+	// A shipment failed as exception keeps its stash (the trace of a label
+	// bought and not voided); so does a stash of another label than the one
+	// recorded. Only the stash of the label recorded is purged.
 	failed := shpTestPending(t, s, orgID, orderID, accountID)
 	require.NoError(t, store.StashShipmentLabel(ctx, s.Pool, orgID, failed.ID, doc))
+	other := doc
+	other.TrackingNumber = "700000000009"
+	require.ErrorIs(t, store.StashShipmentLabel(ctx, s.Pool, orgID, failed.ID, other), store.ErrNotFound, "another label does not replace the stash")
 	ok, err := store.FailPendingShipment(ctx, s.Pool, orgID, failed.ID, "unknown")
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, found, err = store.StashedShipmentLabel(ctx, s.Pool, orgID, failed.ID)
-	require.NoError(t, err)
-	require.False(t, found)
 	left := shpTestPending(t, s, orgID, orderID, accountID)
 	require.NoError(t, store.StashShipmentLabel(ctx, s.Pool, orgID, left.ID, doc))
-	_, err = s.Pool.Exec(ctx, `UPDATE shipments SET status = 'exception' WHERE id = $1`, left.ID)
+	_, err = s.Pool.Exec(ctx, `UPDATE shipments SET status = 'label_created', tracking_number = $2 WHERE id = $1`, left.ID, doc.TrackingNumber)
 	require.NoError(t, err)
 	n, err := store.PurgeSettledLabelStashes(ctx, s.Pool)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
+	kept, found, err := store.StashedShipmentLabel(ctx, s.Pool, orgID, failed.ID)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, doc.TrackingNumber, kept.TrackingNumber)
+	// A voided label's stash is dropped by its tracking number.
+	require.NoError(t, store.DropLabelStash(ctx, s.Pool, orgID, doc.TrackingNumber))
+	_, found, err = store.StashedShipmentLabel(ctx, s.Pool, orgID, failed.ID)
+	require.NoError(t, err)
+	require.False(t, found)
 	n, err = store.PurgeSettledLabelStashes(ctx, s.Pool)
 	require.NoError(t, err)
 	require.Zero(t, n)
