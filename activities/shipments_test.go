@@ -376,6 +376,35 @@ func TestReconcileShipments(t *testing.T) {
 	require.NoError(t, val.Get(&res))
 	require.Equal(t, ReconcileShipmentsResult{Running: 1}, res)
 
+	// A stashed label the carrier cannot void now: the shipment becomes
+	// exception naming the label, and keeps its stash.
+	unvoided := shipment(old)
+	bought, err = f.acts.BuyShipmentLabel(ctx, BuyShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: unvoided.String(), CarrierAccountID: f.accountID.String(),
+		Request: carriers.LabelRequest{
+			ShipFrom: carriers.Address{Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
+			ShipTo:   carriers.Address{Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
+			Packages: []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}}}, ServiceType: "FEDEX_GROUND", ShipDate: time.Now().UTC().AddDate(0, 0, 1),
+		}})
+	require.NoError(t, err)
+	describe(ShipmentLabelIDPrefix+running.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING)
+	describe(ShipmentLabelIDPrefix+unvoided.String(), enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED)
+	unreachable := httptest.NewServer(nil)
+	unreachable.Close()
+	online := f.acts.Carriers
+	f.acts.Carriers = carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: unreachable.URL})
+	val, err = env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	f.acts.Carriers = online
+	require.NoError(t, err)
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, ReconcileShipmentsResult{Running: 1, Failed: 1}, res)
+	sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, unvoided)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentException, sh.Status)
+	require.Contains(t, string(sh.CarrierResponse), "the label "+bought.Label.TrackingNumber+" was bought and could not be voided")
+	_, found, err = store.StashedShipmentLabel(ctx, f.st.Pool, f.orgID, unvoided)
+	require.NoError(t, err)
+	require.True(t, found, "the trace of the label stays")
+
 	// A describe refused for one row is logged and skipped: the rows after
 	// it are still settled. Temporal unavailable ends the step.
 	refused, after := shipment(old.Add(time.Second)), shipment(old.Add(2*time.Second))
