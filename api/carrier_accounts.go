@@ -129,21 +129,15 @@ func (s *Server) carrierAccountFromPath(r *http.Request) (store.CarrierAccount, 
 // ---- list, get ----
 
 func (s *Server) listCarrierAccounts(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	carrier, err := queryEnum(r, "carrier", carriers.Codes()...)
-	collect(err)
+	details.collect(err)
 	// The specification lists active, inactive and error; pending (a
 	// registration under way) is accepted too.
 	status, err := queryEnum(r, "status", store.CarrierAccountStatuses...)
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}

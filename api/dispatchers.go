@@ -75,22 +75,6 @@ func toDispatcherJSON(d store.Dispatcher) dispatcherJSON {
 	}
 }
 
-// normalizedJSON is stored JSON written again through T's encoding, so
-// rows stored before that encoding changed answer in today's shape (a
-// condition without value, stored before cond.Condition wrote value: null).
-// Anything that does not decode is returned as stored.
-func normalizedJSON[T any](raw json.RawMessage) json.RawMessage {
-	var v T
-	if json.Unmarshal(raw, &v) != nil {
-		return raw
-	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return raw
-	}
-	return out
-}
-
 // assignmentJSON is the Dispatch assignment resource (camelCase).
 type assignmentJSON struct {
 	ID                  uuid.UUID       `json:"id"`
@@ -149,21 +133,15 @@ func (s *Server) dispatchStarter() rules.DispatchStarter {
 }
 
 func (s *Server) listDispatchers(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	src, err := queryUUID(r, "sourceBridgeId")
-	collect(err)
+	details.collect(err)
 	dst, err := queryUUID(r, "destinationBridgeId")
-	collect(err)
+	details.collect(err)
 	active, err := queryEnum(r, "isActive", "true", "false")
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
@@ -231,7 +209,6 @@ func (s *Server) updateDispatcher(w http.ResponseWriter, r *http.Request) error 
 
 // dispatcherWriteError names the field a refused write came from.
 func dispatcherWriteError(err error, setPaths map[uuid.UUID]string) error {
-	var missing *store.MissingConditionSetsError
 	switch {
 	case errors.Is(err, store.ErrDispatcherSource):
 		return errValidation(FieldError{Field: "sourceBridgeIds", Message: "must be bridges of this organization"})
@@ -239,14 +216,23 @@ func dispatcherWriteError(err error, setPaths map[uuid.UUID]string) error {
 		return errValidation(FieldError{Field: "destinationBridgeId", Message: "must be a bridge of this organization"})
 	case errors.Is(err, store.ErrConflict):
 		return errConflict("a dispatcher with this name already exists")
-	case errors.As(err, &missing):
-		details := make([]FieldError, 0, len(missing.IDs))
-		for _, id := range missing.IDs {
-			details = append(details, FieldError{Field: setPaths[id], Message: "must be a condition set of this organization"})
-		}
-		return errValidation(details...)
 	}
-	return err
+	return conditionSetsError(err, setPaths)
+}
+
+// conditionSetsError names, by the path each was referenced at, the
+// condition sets a write named that are not the organization's
+// (store.MissingConditionSetsError); any other error is returned as it is.
+func conditionSetsError(err error, setPaths map[uuid.UUID]string) error {
+	var missing *store.MissingConditionSetsError
+	if !errors.As(err, &missing) {
+		return err
+	}
+	details := make([]FieldError, 0, len(missing.IDs))
+	for _, id := range missing.IDs {
+		details = append(details, FieldError{Field: setPaths[id], Message: "must be a condition set of this organization"})
+	}
+	return errValidation(details...)
 }
 
 // uuidList reads an array of UUIDs of lo-hi elements, without repeats.
@@ -414,16 +400,11 @@ func (s *Server) listAssignments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var details []FieldError
+	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
-	var e *Error
-	if errors.As(err, &e) {
-		details = append(details, e.Details...)
-	}
+	details.collect(err)
 	status, err := queryEnum(r, "status", store.AssignmentStatuses...)
-	if errors.As(err, &e) {
-		details = append(details, e.Details...)
-	}
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -55,17 +54,11 @@ func toLocationJSON(l store.Location) locationJSON {
 var locationTextFields = []string{"street", "city", "province", "zip", "country"}
 
 func (s *Server) listLocations(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridgeId")
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}

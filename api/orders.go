@@ -291,27 +291,21 @@ func parseCreateOrder(body map[string]any) (store.Order, error) {
 func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	// Every query parameter is checked before answering, and all problems
 	// are named at once.
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	page, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	sort, err := parseSort(r, store.OrderSortColumns, "created_at", true)
-	collect(err)
+	details.collect(err)
 	// The specification's status list names five values; all eight order
 	// states are accepted, which is a superset and harmless.
 	status, err := queryEnum(r, "status", store.OrderStatuses...)
-	collect(err)
+	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridge_id")
-	collect(err)
+	details.collect(err)
 	since, err := queryTime(r, "since")
-	collect(err)
+	details.collect(err)
 	inc, err := parseOrderInclude(r)
-	collect(err)
+	details.collect(err)
 	search := strings.TrimSpace(r.URL.Query().Get("search"))
 	if utf8.RuneCountInString(search) > orderMaxSearchLen {
 		details = append(details, FieldError{Field: "search", Message: fmt.Sprintf("must be at most %d characters", orderMaxSearchLen)})

@@ -116,19 +116,13 @@ func pickupDate(s string) (time.Time, bool) {
 // --- list and get ---
 
 func (s *Server) listPickups(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var apiErr *Error
-		if errors.As(err, &apiErr) {
-			details = append(details, apiErr.Details...)
-		}
-	}
+	var details fieldErrors
 	page, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	status, err := queryEnum(r, "status", store.PickupStatuses...)
-	collect(err)
+	details.collect(err)
 	accountID, err := queryUUID(r, "carrierAccountId")
-	collect(err)
+	details.collect(err)
 	f := store.PickupFilter{Status: status, CarrierAccountID: accountID, Today: time.Now(), Limit: page.Limit, Offset: page.Offset()}
 	for _, d := range []struct {
 		name string

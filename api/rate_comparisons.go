@@ -413,17 +413,11 @@ func (s *Server) listRateComparisonItems(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	page, err := parsePage(r, 50, 100)
-	collect(err)
+	details.collect(err)
 	status, err := queryEnum(r, "status", store.RateComparisonItemStatuses...)
-	collect(err)
+	details.collect(err)
 	q := r.URL.Query()
 	for _, k := range []string{"zone", "serviceType", "search"} {
 		if len([]rune(q.Get(k))) > rateComparisonMaxFilterLen {

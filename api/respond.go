@@ -291,6 +291,35 @@ func writeByID[T, J any](s *Server, w http.ResponseWriter, r *http.Request, what
 	return nil
 }
 
+// fieldErrors gathers the problems of a request's parameters so that it
+// answers with all of them at once (errValidation(details...)).
+type fieldErrors []FieldError
+
+// collect keeps the field errors of a validation error (*Error); a
+// parameter parser returns no other kind.
+func (f *fieldErrors) collect(err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		*f = append(*f, e.Details...)
+	}
+}
+
+// normalizedJSON is stored JSON written again through T's encoding, so
+// rows stored before that encoding changed answer in today's shape (a
+// condition without value, stored before cond.Condition wrote value: null).
+// Anything that does not decode is returned as stored.
+func normalizedJSON[T any](raw json.RawMessage) json.RawMessage {
+	var v T
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
+}
+
 // mapSlice converts each item of a store list to its response shape.
 func mapSlice[T, J any](list []T, conv func(T) J) []J {
 	out := make([]J, 0, len(list))

@@ -128,19 +128,13 @@ type scheduleTriggerJSON struct {
 }
 
 func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridge_id")
-	collect(err)
+	details.collect(err)
 	status, err := queryEnum(r, "status", scheduleStatuses...)
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}

@@ -283,25 +283,19 @@ func (inc shipmentIncludes) order(id *uuid.UUID) json.RawMessage {
 // --- list and get ---
 
 func (s *Server) listShipments(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var apiErr *Error
-		if errors.As(err, &apiErr) {
-			details = append(details, apiErr.Details...)
-		}
-	}
+	var details fieldErrors
 	page, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	status, err := queryEnum(r, "status", store.ShipmentStatuses...)
-	collect(err)
+	details.collect(err)
 	orderID, err := queryUUID(r, "order_id")
-	collect(err)
+	details.collect(err)
 	carrier, err := queryEnum(r, "carrier", carriers.Codes()...)
-	collect(err)
+	details.collect(err)
 	sort, err := parseSort(r, store.ShipmentSortColumns, "created_at", true)
-	collect(err)
+	details.collect(err)
 	inc, err := parseShipmentInclude(r)
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}

@@ -66,19 +66,13 @@ func toSplitRuleJSON(r store.SplitRule) splitRuleJSON {
 }
 
 func (s *Server) listSplitRules(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridgeId")
-	collect(err)
+	details.collect(err)
 	active, err := queryEnum(r, "isActive", "true", "false")
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
@@ -149,18 +143,11 @@ func (s *Server) updateSplitRule(w http.ResponseWriter, r *http.Request) error {
 
 // splitRuleWriteError names the field a refused reference came from.
 func splitRuleWriteError(err error, setPaths map[uuid.UUID]string) error {
-	var missing *store.MissingConditionSetsError
 	switch {
 	case errors.Is(err, store.ErrSplitRuleBridge):
 		return errValidation(FieldError{Field: "bridgeId", Message: "must be a bridge of this organization"})
-	case errors.As(err, &missing):
-		details := make([]FieldError, 0, len(missing.IDs))
-		for _, id := range missing.IDs {
-			details = append(details, FieldError{Field: setPaths[id], Message: "must be a condition set of this organization"})
-		}
-		return errValidation(details...)
 	}
-	return err
+	return conditionSetsError(err, setPaths)
 }
 
 // applySplitRuleBody validates a create (create true: every field, with

@@ -411,17 +411,11 @@ func (f checkpointFields) object(key string) json.RawMessage {
 
 // listCheckpoints lists a shipment's checkpoints by sequence ascending.
 func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	page, err := parsePage(r, checkpointsDefaultLimit, checkpointsMaxLimit)
-	collect(err)
+	details.collect(err)
 	shipmentID, err := queryUUID(r, "shipmentId")
-	collect(err)
+	details.collect(err)
 	if shipmentID == nil && err == nil {
 		details = append(details, FieldError{Field: "shipmentId", Message: "is required"})
 	}
@@ -450,19 +444,13 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 // trackingMap lists the organization's shipments that have coordinates,
 // newest first. The answer is {data, pagination} (page is an extension).
 func (s *Server) trackingMap(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	page, err := parsePage(r, trackingMapDefaultLimit, trackingMapMaxLimit)
-	collect(err)
+	details.collect(err)
 	status, err := queryEnum(r, "status", store.CheckpointStatuses...)
-	collect(err)
+	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridgeId")
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}

@@ -65,21 +65,15 @@ func toTransformationJSON(t store.Transformation) transformationJSON {
 }
 
 func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) error {
-	var details []FieldError
-	collect := func(err error) {
-		var e *Error
-		if errors.As(err, &e) {
-			details = append(details, e.Details...)
-		}
-	}
+	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
-	collect(err)
+	details.collect(err)
 	trigger, err := queryEnum(r, "triggerPoint", store.TriggerPoints...)
-	collect(err)
+	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridgeId")
-	collect(err)
+	details.collect(err)
 	active, err := queryEnum(r, "isActive", "true", "false")
-	collect(err)
+	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
