@@ -7,13 +7,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/transforms"
 )
@@ -189,7 +189,7 @@ func afterSyncOrders(ctx context.Context, st *store.Store, orgID uuid.UUID, chai
 			continue
 		}
 		heartbeat(ctx, transforms.AfterSync, so.ExternalID)
-		in, err := json.Marshal(afterSyncOrderOf(so.Order))
+		in, err := json.Marshal(rules.OrderDetailJSONOf(so.Order))
 		if err != nil {
 			return c, fmt.Errorf("encode order: %w", err)
 		}
@@ -225,55 +225,8 @@ func afterSyncOrders(ctx context.Context, st *store.Store, orgID uuid.UUID, chai
 	return c, nil
 }
 
-// afterSyncOrder is an order as after_sync sees it: as GET /orders/{id}
-// answers it (api.orderDetailJSON without the includes).
-type afterSyncOrder struct {
-	ID                uuid.UUID       `json:"id"`
-	OrganizationID    uuid.UUID       `json:"organizationId"`
-	BridgeID          *uuid.UUID      `json:"bridgeId"`
-	ExternalID        string          `json:"externalId"`
-	OrderNumber       *string         `json:"orderNumber"`
-	Status            string          `json:"status"`
-	PaymentStatus     string          `json:"paymentStatus"`
-	FulfillmentStatus string          `json:"fulfillmentStatus"`
-	Customer          json.RawMessage `json:"customer"`
-	ShippingAddress   json.RawMessage `json:"shippingAddress"`
-	BillingAddress    json.RawMessage `json:"billingAddress"`
-	LineItems         json.RawMessage `json:"lineItems"`
-	Totals            json.RawMessage `json:"totals"`
-	Currency          string          `json:"currency"`
-	Tags              []string        `json:"tags"`
-	Note              *string         `json:"note"`
-	Metadata          json.RawMessage `json:"metadata"`
-	SourceData        json.RawMessage `json:"sourceData"`
-	OrderedAt         time.Time       `json:"orderedAt"`
-	CreatedAt         time.Time       `json:"createdAt"`
-	UpdatedAt         time.Time       `json:"updatedAt"`
-	SentToFulfillment *time.Time      `json:"sentToFulfillment"`
-	SentToCart        *time.Time      `json:"sentToCart"`
-}
-
-func afterSyncOrderOf(o store.Order) afterSyncOrder {
-	tags := o.Tags
-	if tags == nil {
-		tags = []string{}
-	}
-	meta := o.Metadata
-	if meta == nil {
-		meta = json.RawMessage(`{}`)
-	}
-	return afterSyncOrder{
-		ID: o.ID, OrganizationID: o.OrganizationID, BridgeID: o.BridgeID, ExternalID: o.ExternalID,
-		OrderNumber: o.OrderNumber, Status: o.Status, PaymentStatus: o.PaymentStatus, FulfillmentStatus: o.FulfillmentStatus,
-		Customer: o.Customer, ShippingAddress: o.ShippingAddress, BillingAddress: o.BillingAddress,
-		LineItems: o.LineItems, Totals: o.Totals, Currency: o.Currency, Tags: tags, Note: o.Note,
-		Metadata: meta, SourceData: o.SourceData, OrderedAt: o.OrderedAt, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt,
-		SentToFulfillment: o.SentToFulfillment, SentToCart: o.SentToCart,
-	}
-}
-
 // afterSyncRewrite compares an after_sync result with its input (both
-// afterSyncOrder JSON): nil when no AfterSyncFields changed, else the
+// rules.OrderDetailJSON, as GET /orders/{id} shows the order): nil when no AfterSyncFields changed, else the
 // order's new values. A field left out of the result stays as it is; a
 // change to any other field, or a value PATCH /orders would refuse, is a
 // problem (the order is then left as it is).

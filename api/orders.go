@@ -46,60 +46,17 @@ const (
 	orderMaxMoney = 999_999_999_999.99
 )
 
-// orderJSON is the full order (camelCase). The create response is exactly
-// the specification's list plus shippingAddress, billingAddress, note and
-// sourceData; GET and PATCH answer orderDetailJSON.
-type orderJSON struct {
-	ID                uuid.UUID       `json:"id"`
-	OrganizationID    uuid.UUID       `json:"organizationId"`
-	BridgeID          *uuid.UUID      `json:"bridgeId"`
-	ExternalID        string          `json:"externalId"`
-	OrderNumber       *string         `json:"orderNumber"`
-	Status            string          `json:"status"`
-	PaymentStatus     string          `json:"paymentStatus"`
-	FulfillmentStatus string          `json:"fulfillmentStatus"`
-	Customer          json.RawMessage `json:"customer"`
-	ShippingAddress   json.RawMessage `json:"shippingAddress"`
-	BillingAddress    json.RawMessage `json:"billingAddress"`
-	LineItems         json.RawMessage `json:"lineItems"`
-	Totals            json.RawMessage `json:"totals"`
-	Currency          string          `json:"currency"`
-	Tags              []string        `json:"tags"`
-	Note              *string         `json:"note"`
-	Metadata          json.RawMessage `json:"metadata"`
-	SourceData        json.RawMessage `json:"sourceData"`
-	OrderedAt         time.Time       `json:"orderedAt"`
-	CreatedAt         time.Time       `json:"createdAt"`
-	UpdatedAt         time.Time       `json:"updatedAt"`
-}
-
 // orderDetailJSON is GET /orders/{id} and the PATCH response: the full
 // order, the sync timestamps and, with include, the related objects.
 type orderDetailJSON struct {
-	orderJSON
-	SentToFulfillment *time.Time `json:"sentToFulfillment"`
-	SentToCart        *time.Time `json:"sentToCart"`
+	rules.OrderDetailJSON
 	// Present only when included; null when the bridge is gone.
 	Bridge              json.RawMessage `json:"bridge,omitempty"`
 	DispatchAssignments json.RawMessage `json:"dispatchAssignments,omitempty"`
 }
 
-func toOrderJSON(o store.Order) orderJSON {
-	tags := o.Tags
-	if tags == nil {
-		tags = []string{}
-	}
-	return orderJSON{
-		ID: o.ID, OrganizationID: o.OrganizationID, BridgeID: o.BridgeID, ExternalID: o.ExternalID,
-		OrderNumber: o.OrderNumber, Status: o.Status, PaymentStatus: o.PaymentStatus, FulfillmentStatus: o.FulfillmentStatus,
-		Customer: o.Customer, ShippingAddress: o.ShippingAddress, BillingAddress: o.BillingAddress,
-		LineItems: o.LineItems, Totals: o.Totals, Currency: o.Currency, Tags: tags, Note: o.Note,
-		Metadata: o.Metadata, SourceData: o.SourceData, OrderedAt: o.OrderedAt, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt,
-	}
-}
-
 func toOrderDetailJSON(o store.Order) orderDetailJSON {
-	return orderDetailJSON{orderJSON: toOrderJSON(o), SentToFulfillment: o.SentToFulfillment, SentToCart: o.SentToCart}
+	return orderDetailJSON{OrderDetailJSON: rules.OrderDetailJSONOf(o)}
 }
 
 // orderListItemJSON is the list item (snake_case).
@@ -213,7 +170,9 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 		s.log.ErrorContext(r.Context(), "order created hook", append(logAttrs(r), "order_id", created.ID, "error", err)...)
 	}
 
-	writeData(w, http.StatusCreated, toOrderJSON(created))
+	// The create answer is the specification's list plus shippingAddress,
+	// billingAddress, note and sourceData (rules.OrderJSON).
+	writeData(w, http.StatusCreated, rules.OrderJSONOf(created))
 	return nil
 }
 
