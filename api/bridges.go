@@ -116,15 +116,7 @@ func (s *Server) listBridges(w http.ResponseWriter, r *http.Request) error {
 // bridgeFromPath loads the organization's bridge named by {id}; an unknown,
 // malformed or foreign id is 404.
 func (s *Server) bridgeFromPath(r *http.Request) (store.Bridge, error) {
-	id, err := pathID(r, "id", "bridge")
-	if err != nil {
-		return store.Bridge{}, err
-	}
-	b, err := store.BridgeByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err == store.ErrNotFound {
-		return store.Bridge{}, errNotFound("bridge")
-	}
-	return b, err
+	return loadByID(s, r, "bridge", store.BridgeByID)
 }
 
 func (s *Server) getBridge(w http.ResponseWriter, r *http.Request) error {

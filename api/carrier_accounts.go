@@ -115,15 +115,7 @@ func (s *Server) carrierAccountAdapter(code string) (carriers.Carrier, error) {
 // carrierAccountFromPath loads the organization's account named by {id};
 // an unknown, malformed or foreign id is 404.
 func (s *Server) carrierAccountFromPath(r *http.Request) (store.CarrierAccount, error) {
-	id, err := pathID(r, "id", "carrier account")
-	if err != nil {
-		return store.CarrierAccount{}, err
-	}
-	a, err := store.CarrierAccountByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return store.CarrierAccount{}, errNotFound("carrier account")
-	}
-	return a, err
+	return loadByID(s, r, "carrier account", store.CarrierAccountByID)
 }
 
 // ---- list, get ----

@@ -186,12 +186,7 @@ func (s *Server) listConditionSetValues(w http.ResponseWriter, r *http.Request) 
 // conditionSetFor loads the set a values request names (404 across
 // organizations), for its value type.
 func (s *Server) conditionSetFor(r *http.Request) (store.ConditionSet, error) {
-	id, err := pathID(r, "id", "condition set")
-	if err != nil {
-		return store.ConditionSet{}, err
-	}
-	c, err := store.ConditionSetByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	return c, notFoundAs(err, "condition set")
+	return loadByID(s, r, "condition set", store.ConditionSetByID)
 }
 
 // addConditionSetValues adds values: {values: [{value, label?}]} (a bare

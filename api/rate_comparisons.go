@@ -388,15 +388,7 @@ func (s *Server) listRateComparisons(w http.ResponseWriter, r *http.Request) err
 
 // rateComparisonFromPath loads the organization's comparison named by {id}.
 func (s *Server) rateComparisonFromPath(r *http.Request) (store.RateComparison, error) {
-	id, err := pathID(r, "id", "rate comparison")
-	if err != nil {
-		return store.RateComparison{}, err
-	}
-	c, err := store.RateComparisonByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return c, errNotFound("rate comparison")
-	}
-	return c, err
+	return loadByID(s, r, "rate comparison", store.RateComparisonByID)
 }
 
 func (s *Server) getRateComparison(w http.ResponseWriter, r *http.Request) error {

@@ -279,16 +279,27 @@ func writeList[T any](w http.ResponseWriter, items []T, p pageParams, total int)
 // (as "what") when it is not the organization's.
 func writeByID[T, J any](s *Server, w http.ResponseWriter, r *http.Request, what string,
 	load func(context.Context, store.DBTX, uuid.UUID, uuid.UUID) (T, error), conv func(T) J) error {
-	id, err := pathID(r, "id", what)
+	v, err := loadByID(s, r, what, load)
 	if err != nil {
 		return err
 	}
-	v, err := load(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, what)
-	}
 	writeData(w, http.StatusOK, conv(v))
 	return nil
+}
+
+// loadByID loads the organization's row named by the {id} path parameter
+// with load; an unknown, malformed or foreign id is 404 naming what.
+func loadByID[T any](s *Server, r *http.Request, what string, load func(context.Context, store.DBTX, uuid.UUID, uuid.UUID) (T, error)) (T, error) {
+	var zero T
+	id, err := pathID(r, "id", what)
+	if err != nil {
+		return zero, err
+	}
+	v, err := load(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
+	if err != nil {
+		return zero, notFoundAs(err, what)
+	}
+	return v, nil
 }
 
 // fieldErrors gathers the problems of a request's parameters so that it

@@ -161,12 +161,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 // scheduleFromPath loads the organization's schedule named by {id}; an
 // unknown, malformed or foreign id is 404.
 func (s *Server) scheduleFromPath(r *http.Request) (store.Schedule, error) {
-	id, err := pathID(r, "id", "schedule")
-	if err != nil {
-		return store.Schedule{}, err
-	}
-	sc, err := store.ScheduleByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	return sc, notFoundAs(err, "schedule")
+	return loadByID(s, r, "schedule", store.ScheduleByID)
 }
 
 func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {

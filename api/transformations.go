@@ -91,12 +91,7 @@ func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) transformationFromPath(r *http.Request) (store.Transformation, error) {
-	id, err := pathID(r, "id", "transformation")
-	if err != nil {
-		return store.Transformation{}, err
-	}
-	t, err := store.TransformationByID(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	return t, notFoundAs(err, "transformation")
+	return loadByID(s, r, "transformation", store.TransformationByID)
 }
 
 func (s *Server) getTransformation(w http.ResponseWriter, r *http.Request) error {
