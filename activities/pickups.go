@@ -160,10 +160,17 @@ func (a *ShipmentActivities) CancelBookedPickup(ctx context.Context, in CancelBo
 // unknown or the call never left (cancelling again is safe), else a
 // non-retryable ErrTypeCarrierRefused with a CarrierFailure.
 func cancelPickupError(err error) error {
-	switch {
-	case err == nil || PickupAlreadyCancelled(err):
+	if err == nil || PickupAlreadyCancelled(err) {
 		return nil
-	case carriers.NotSent(err) || carriers.Unanswered(err):
+	}
+	return compensationError(err)
+}
+
+// compensationError classifies a failed void or cancellation, which is
+// safe to repeat: a call that never arrived or was not answered is retried
+// (ErrTypeCarrierOutcomeUnknown), a definite refusal is not.
+func compensationError(err error) error {
+	if carriers.NotSent(err) || carriers.Unanswered(err) {
 		return temporal.NewApplicationErrorWithCause(CarrierErrorMessage(err), ErrTypeCarrierOutcomeUnknown, err, CarrierFailureOf(err))
 	}
 	return temporal.NewNonRetryableApplicationError(CarrierErrorMessage(err), ErrTypeCarrierRefused, err, CarrierFailureOf(err))

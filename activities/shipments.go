@@ -648,16 +648,12 @@ func (a *ShipmentActivities) VoidShipmentLabel(ctx context.Context, in VoidShipm
 	if err != nil {
 		return err
 	}
-	err = carrier.VoidLabel(ctx, acct, in.TrackingNumber)
-	switch {
-	case err == nil || errors.Is(err, carriers.ErrNotFound):
-		a.log().InfoContext(ctx, "unrecorded label voided", "organization_id", ids[0], "tracking_number", in.TrackingNumber)
-		// Its stash goes too, so that no later run records a voided label.
-		return store.DropLabelStash(ctx, a.Store.Pool, ids[0], in.TrackingNumber)
-	case carriers.NotSent(err) || carriers.Unanswered(err):
-		return temporal.NewApplicationErrorWithCause(CarrierErrorMessage(err), ErrTypeCarrierOutcomeUnknown, err)
+	if err := carrier.VoidLabel(ctx, acct, in.TrackingNumber); err != nil && !errors.Is(err, carriers.ErrNotFound) {
+		return compensationError(err)
 	}
-	return temporal.NewNonRetryableApplicationError(CarrierErrorMessage(err), ErrTypeCarrierRefused, err, CarrierFailureOf(err))
+	a.log().InfoContext(ctx, "unrecorded label voided", "organization_id", ids[0], "tracking_number", in.TrackingNumber)
+	// Its stash goes too, so that no later run records a voided label.
+	return store.DropLabelStash(ctx, a.Store.Pool, ids[0], in.TrackingNumber)
 }
 
 // FindShipmentLabelInput is the input of FindShipmentLabel.
