@@ -42,11 +42,14 @@ type PurgeExpiredInput struct{}
 type PurgeExpiredResult struct {
 	IdempotencyKeys int64 `json:"idempotencyKeys"`
 	LabelStashes    int64 `json:"labelStashes,omitempty"`
+	// OrderCountRows is the number of order counter rows folded away.
+	OrderCountRows int64 `json:"orderCountRows,omitempty"`
 }
 
 // PurgeExpired deletes Idempotency-Key records older than their 24-hour
 // lifetime (one DELETE over an index) and the label stashes of settled
-// shipments; idempotent.
+// shipments, and folds the order counters concurrent writers spread over
+// several rows; idempotent.
 func (a *MaintenanceActivities) PurgeExpired(ctx context.Context, _ PurgeExpiredInput) (PurgeExpiredResult, error) {
 	n, err := store.PurgeIdempotencyKeys(ctx, a.Store.Pool)
 	if err != nil {
@@ -62,7 +65,9 @@ func (a *MaintenanceActivities) PurgeExpired(ctx context.Context, _ PurgeExpired
 	if stashes > 0 && a.Logger != nil {
 		a.Logger.Info("purged label stashes of settled shipments", "count", stashes)
 	}
-	return PurgeExpiredResult{IdempotencyKeys: n, LabelStashes: stashes}, nil
+	res := PurgeExpiredResult{IdempotencyKeys: n, LabelStashes: stashes}
+	res.OrderCountRows, err = store.CompactOrderCounts(ctx, a.Store.Pool)
+	return res, err
 }
 
 // ---- reconciliation ----

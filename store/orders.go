@@ -275,7 +275,7 @@ func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams
 	if col == "order_number" { // the one nullable sort column: orders without a number last
 		nulls = " NULLS LAST"
 	}
-	countSQL := `SELECT count(*) FROM orders WHERE ` + where
+	countSQL := orderCountSQL(p.Filter, where)
 	// The count subquery is evaluated once, and only when the CASE needs it.
 	pageSQL := fmt.Sprintf(`SELECT CASE WHEN count(*) OVER () < %d THEN %d + count(*) OVER () ELSE (%s) END AS match_count, `,
 		p.Limit, p.Offset, countSQL) + orderListColsOf("o") + `
@@ -306,6 +306,59 @@ func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams
 	var total int
 	err = db.QueryRow(ctx, countSQL, append([]any{mode}, args...)...).Scan(&total)
 	return items, total, mapErr(err)
+}
+
+// orderCountSQL is the statement that counts the filter's matches. Without
+// a search or a since, the count is a sum over the organization's kept
+// counters (migration 00025), read in the same snapshot as the page: exact,
+// and independent of the number of orders. $1, $2... are orderWhere's
+// arguments, in its order.
+func orderCountSQL(f OrderFilter, where string) string {
+	if f.Search != "" || f.Since != nil {
+		return `SELECT count(*) FROM orders WHERE ` + where
+	}
+	q := `SELECT coalesce(sum(n), 0) FROM order_counts WHERE organization_id = $1`
+	arg := 1
+	if f.Status != "" {
+		arg++
+		q += ` AND status = $` + strconv.Itoa(arg)
+	}
+	if f.BridgeID != nil {
+		arg++
+		q += ` AND bridge_key = $` + strconv.Itoa(arg)
+	}
+	return q
+}
+
+// CompactOrderCounts folds the kept order counters that database sessions
+// wrote (one row per session and bucket, migration 00025) into each
+// bucket's writer-0 row, and drops buckets that reached zero. A row its
+// session holds right now is skipped and folded next time; sessions never
+// write writer 0, so folding waits for nobody. It returns the number of
+// rows removed.
+func CompactOrderCounts(ctx context.Context, db DBTX) (int64, error) {
+	var folded int64
+	err := db.QueryRow(ctx, `
+WITH gone AS (
+    DELETE FROM order_counts c
+     WHERE (organization_id, status, bridge_key, writer) IN (
+           SELECT organization_id, status, bridge_key, writer FROM order_counts
+            WHERE writer <> 0 FOR UPDATE SKIP LOCKED)
+    RETURNING organization_id, status, bridge_key, n
+), kept AS (
+    INSERT INTO order_counts AS c (organization_id, status, bridge_key, writer, n)
+    SELECT organization_id, status, bridge_key, 0, sum(n) FROM gone GROUP BY 1, 2, 3
+    ON CONFLICT (organization_id, status, bridge_key, writer) DO UPDATE SET n = c.n + excluded.n
+)
+SELECT count(*) FROM gone`).Scan(&folded)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	tag, err := db.Exec(ctx, `DELETE FROM order_counts WHERE writer = 0 AND n = 0`)
+	if err != nil {
+		return folded, mapErr(err)
+	}
+	return folded + tag.RowsAffected(), nil
 }
 
 // orderListRow is a list row with the number of matches.

@@ -60,6 +60,8 @@ func TestStoreListOrdersMatchesPlainQuery(t *testing.T) {
 		"none":          {},
 		"status":        {Status: "shipped"},
 		"bridge":        {BridgeID: &bridgeB},
+		"status_bridge": {Status: "pending", BridgeID: &bridgeA},
+		"bridge_none":   {BridgeID: &otherBridge},
 		"search":        {Search: "SMITH"},
 		"search_email":  {Search: ".org"},
 		"status_search": {Status: "pending", Search: "lee"},

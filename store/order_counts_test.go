@@ -1,0 +1,176 @@
+package store_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
+)
+
+// bucketCounts is the kept counters (order_counts) and the plain count of
+// the orders table, each per "organization/status/bridge" bucket, non-zero
+// buckets only.
+func bucketCounts(t *testing.T, s *store.Store) (kept, plain map[string]int64) {
+	t.Helper()
+	read := func(q string) map[string]int64 {
+		rows, err := s.Pool.Query(t.Context(), q)
+		require.NoError(t, err)
+		defer rows.Close()
+		out := map[string]int64{}
+		for rows.Next() {
+			var org, bridge uuid.UUID
+			var status string
+			var n int64
+			require.NoError(t, rows.Scan(&org, &status, &bridge, &n))
+			out[fmt.Sprintf("%s/%s/%s", org, status, bridge)] = n
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	kept = read(`SELECT organization_id, status, bridge_key, sum(n) FROM order_counts GROUP BY 1, 2, 3 HAVING sum(n) <> 0`)
+	plain = read(`SELECT organization_id, status, coalesce(bridge_id, '00000000-0000-0000-0000-000000000000'), count(*) FROM orders GROUP BY 1, 2, 3`)
+	return kept, plain
+}
+
+// The kept order counters follow every way an order is written: a single
+// insert, a batch, an update of status or bridge (and one of neither),
+// a bridge deleted under its orders, a deleted order, concurrent writers,
+// and an organization deleted with all its orders. Compaction folds the
+// sessions' rows without changing a count.
+func TestStoreOrderCountsFollowOrderWrites(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	check := func(step string) {
+		t.Helper()
+		kept, plain := bucketCounts(t, s)
+		require.Equal(t, plain, kept, step)
+	}
+	orgA, bridgeA := orderTestOrg(t, s)
+	orgB, bridgeB := orderTestOrg(t, s)
+	bridgeA2 := uuid.New()
+	_, err := s.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, 'storefront_a', 'Shop 2')`, bridgeA2, orgA)
+	require.NoError(t, err)
+
+	first, err := store.CreateOrder(ctx, s.Pool, orderTestNew(orgA, bridgeA, "1"))
+	require.NoError(t, err)
+	check("one insert")
+
+	// A batch of 30 over two organizations, three bridges and statuses, in
+	// one statement.
+	_, err = s.Pool.Exec(ctx, `
+INSERT INTO orders (id, organization_id, bridge_id, external_id, status, customer, customer_email, line_items, totals, ordered_at)
+SELECT gen_random_uuid(), CASE WHEN g % 3 = 0 THEN $2::uuid ELSE $1::uuid END,
+       CASE WHEN g % 3 = 0 THEN $4::uuid WHEN g % 2 = 0 THEN $3::uuid ELSE NULL END,
+       'b' || g, (ARRAY['pending', 'shipped', 'on_hold'])[1 + g % 3], '{}', 'x@example.com', '[]', '{}', now()
+  FROM generate_series(1, 30) g`, orgA, orgB, bridgeA2, bridgeB)
+	require.NoError(t, err)
+	check("batch insert")
+
+	_, err = s.Pool.Exec(ctx, `UPDATE orders SET status = 'delivered' WHERE organization_id = $1 AND status = 'pending'`, orgA)
+	require.NoError(t, err)
+	check("status update")
+	versions := func() string {
+		var v string
+		require.NoError(t, s.Pool.QueryRow(ctx, `SELECT string_agg(xmin::text || ':' || n, ',' ORDER BY organization_id, status, bridge_key, writer) FROM order_counts`).Scan(&v))
+		return v
+	}
+	before := versions()
+	_, err = s.Pool.Exec(ctx, `UPDATE orders SET note = 'n', status = status, updated_at = now() WHERE organization_id = $1`, orgA)
+	require.NoError(t, err)
+	require.Equal(t, before, versions(), "an update that changes neither status nor bridge writes no counter")
+	check("unrelated update")
+	_, err = s.Pool.Exec(ctx, `UPDATE orders SET bridge_id = $2 WHERE organization_id = $1 AND bridge_id IS NULL`, orgA, bridgeA)
+	require.NoError(t, err)
+	check("bridge update")
+
+	_, err = s.Pool.Exec(ctx, `DELETE FROM bridges WHERE id = $1`, bridgeA)
+	require.NoError(t, err)
+	check("bridge deleted, its orders kept without one")
+	require.NoError(t, store.DeleteOrder(ctx, s.Pool, orgA, first.ID))
+	check("order deleted")
+
+	// 16 writers at once into the same bucket, each session in its own
+	// counter row; the sum is exact.
+	var wg sync.WaitGroup
+	errs := make(chan error, 16*10)
+	for w := range 16 {
+		wg.Go(func() {
+			for i := range 10 {
+				_, err := store.CreateOrder(ctx, s.Pool, orderTestNew(orgB, bridgeB, fmt.Sprintf("w%d-%d", w, i)))
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	check("concurrent writers")
+	var writers int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(DISTINCT writer) FROM order_counts WHERE organization_id = $1`, orgB).Scan(&writers))
+	require.Greater(t, writers, 1, "each session counts in its own row")
+
+	folded, err := store.CompactOrderCounts(ctx, s.Pool)
+	require.NoError(t, err)
+	require.Positive(t, folded)
+	check("compacted")
+	var spread int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE writer <> 0 OR n = 0`).Scan(&spread))
+	require.Zero(t, spread, "compaction leaves one non-zero writer-0 row per bucket")
+	removed, err := store.CompactOrderCounts(ctx, s.Pool)
+	require.NoError(t, err)
+	require.Zero(t, removed, "a compacted table has nothing to fold")
+
+	_, err = s.Pool.Exec(ctx, `DELETE FROM organizations WHERE id = $1`, orgB)
+	require.NoError(t, err, "deleting an organization deletes its orders and their counters")
+	check("organization deleted")
+	var left int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE organization_id = $1`, orgB).Scan(&left))
+	require.Zero(t, left)
+
+	_, err = s.Pool.Exec(ctx, `TRUNCATE orders CASCADE`)
+	require.NoError(t, err)
+	check("truncated")
+}
+
+// The list's total without a search comes from the kept counters: it stays
+// exact inside a transaction that has changed orders and not committed
+// (the counters change in the same transaction), and other transactions
+// do not see it until it commits.
+func TestStoreListOrdersTotalIsTransactional(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, bridgeID := orderTestOrg(t, s)
+	for i := range 3 {
+		_, err := store.CreateOrder(ctx, s.Pool, orderTestNew(orgID, bridgeID, fmt.Sprint(i)))
+		require.NoError(t, err)
+	}
+	total := func(db store.DBTX, f store.OrderFilter) int {
+		t.Helper()
+		// Offset past the end: the count alone.
+		_, n, err := store.ListOrders(ctx, db, orgID, store.OrderListParams{Filter: f, Limit: 1, Offset: 100})
+		require.NoError(t, err)
+		return n
+	}
+	tx, err := s.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = store.CreateOrder(ctx, tx, orderTestNew(orgID, bridgeID, "in-tx"))
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `UPDATE orders SET status = 'shipped' WHERE organization_id = $1 AND external_id = '0'`, orgID)
+	require.NoError(t, err)
+	require.Equal(t, 4, total(tx, store.OrderFilter{}))
+	require.Equal(t, 1, total(tx, store.OrderFilter{Status: "shipped"}))
+	require.Equal(t, 3, total(tx, store.OrderFilter{Status: "pending", BridgeID: &bridgeID}))
+	require.Equal(t, 3, total(s.Pool, store.OrderFilter{}), "uncommitted orders are not counted elsewhere")
+	require.Equal(t, 0, total(s.Pool, store.OrderFilter{Status: "shipped"}))
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, 3, total(s.Pool, store.OrderFilter{}), "a rolled back change leaves the count")
+	require.Equal(t, 3, total(s.Pool, store.OrderFilter{Status: "pending"}))
+}
