@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -70,6 +72,16 @@ SELECT gen_random_uuid(), CASE WHEN g % 3 = 0 THEN $2::uuid ELSE $1::uuid END,
   FROM generate_series(1, 30) g`, orgA, orgB, bridgeA2, bridgeB)
 	require.NoError(t, err)
 	check("batch insert")
+	// An upsert as a sync stores a page: ten orders exist (updated, their
+	// status changed), the ten without a bridge never conflict (inserted).
+	_, err = s.Pool.Exec(ctx, `
+INSERT INTO orders (id, organization_id, bridge_id, external_id, status, customer, customer_email, line_items, totals, ordered_at)
+SELECT gen_random_uuid(), $1::uuid, CASE WHEN g % 2 = 0 THEN $2::uuid ELSE NULL END,
+       CASE WHEN g % 2 = 0 THEN 'b' ELSE 'u' END || g, 'pending', '{}', 'x@example.com', '[]', '{}', now()
+  FROM generate_series(1, 20) g WHERE g % 3 <> 0
+ON CONFLICT (organization_id, bridge_id, external_id) DO UPDATE SET status = 'cancelled'`, orgA, bridgeA2)
+	require.NoError(t, err)
+	check("upsert")
 
 	_, err = s.Pool.Exec(ctx, `UPDATE orders SET status = 'delivered' WHERE organization_id = $1 AND status = 'pending'`, orgA)
 	require.NoError(t, err)
@@ -128,15 +140,83 @@ SELECT gen_random_uuid(), CASE WHEN g % 3 = 0 THEN $2::uuid ELSE $1::uuid END,
 	require.Zero(t, removed, "a compacted table has nothing to fold")
 
 	_, err = s.Pool.Exec(ctx, `DELETE FROM organizations WHERE id = $1`, orgB)
-	require.NoError(t, err, "deleting an organization deletes its orders and their counters")
+	require.NoError(t, err, "deleting an organization deletes its orders")
 	check("organization deleted")
+	_, err = store.CompactOrderCounts(ctx, s.Pool)
+	require.NoError(t, err)
 	var left int
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE organization_id = $1`, orgB).Scan(&left))
-	require.Zero(t, left)
+	require.Zero(t, left, "compaction removes a deleted organization's counters")
 
-	_, err = s.Pool.Exec(ctx, `TRUNCATE orders CASCADE`)
+	// TRUNCATE empties the counters with the orders (rolled back: the
+	// package's database is shared by its tests).
+	tx, err := s.Pool.Begin(ctx)
 	require.NoError(t, err)
-	check("truncated")
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `TRUNCATE orders CASCADE`)
+	require.NoError(t, err)
+	var rows int
+	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM order_counts`).Scan(&rows))
+	require.Zero(t, rows, "truncated")
+}
+
+// Counter writes wait for nobody: compaction skips the row of a session
+// whose transaction is open, and an organization delete whose cascade
+// waits for an order another transaction holds does not deadlock with that
+// transaction's status change.
+func TestStoreOrderCountsNeverWait(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, bridgeID := orderTestOrg(t, s)
+	check := func(step string) {
+		t.Helper()
+		kept, plain := bucketCounts(t, s)
+		require.Equal(t, plain, kept, step)
+	}
+
+	held, err := s.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = held.Rollback(ctx) }()
+	o, err := store.CreateOrder(ctx, held, orderTestNew(orgID, bridgeID, "held"))
+	require.NoError(t, err)
+	quick, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = store.CompactOrderCounts(quick, s.Pool)
+	cancel()
+	require.NoError(t, err, "compaction skips a row its session holds")
+	require.NoError(t, held.Commit(ctx))
+	check("held row committed after compaction")
+	_, err = store.CompactOrderCounts(ctx, s.Pool)
+	require.NoError(t, err)
+	check("folded next time")
+
+	// W holds the order; D deletes the organization and its cascade waits
+	// for W; W changes the order's status (a counter write) and commits.
+	w, err := s.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = w.Rollback(ctx) }()
+	_, err = w.Exec(ctx, `SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o.ID)
+	require.NoError(t, err)
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := s.Pool.Exec(ctx, `DELETE FROM organizations WHERE id = $1`, orgID)
+		deleted <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waiting bool
+		err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+ WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM organizations%')`).Scan(&waiting)
+		return err == nil && waiting
+	}, 10*time.Second, 10*time.Millisecond, "the organization delete waits for the held order")
+	_, err = w.Exec(ctx, `UPDATE orders SET status = 'shipped' WHERE id = $1`, o.ID)
+	require.NoError(t, err)
+	require.NoError(t, w.Commit(ctx))
+	select {
+	case err := <-deleted:
+		require.NoError(t, err, "no deadlock")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the organization delete did not finish")
+	}
+	check("organization deleted")
 }
 
 // The list's total without a search comes from the kept counters: it stays

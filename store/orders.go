@@ -250,19 +250,24 @@ func orderWhere(orgID uuid.UUID, f OrderFilter) (string, []any) {
 	return b.String(), args
 }
 
-// ListOrders returns one page and the number of all matching orders, in one
-// statement (one round trip, one snapshot).
+// ListOrders returns one page and the number of all matching orders.
 //
 // The page walks an index that holds the organization, the sort key and the
 // id (migration 00014), skipping the offset without reading a single row,
 // and only then joins the page's own rows: page 500 costs an index walk of
-// 10,000 entries and 20 row reads, not 10,000 row reads. The count is an
-// index-only scan as well: without a search or since it reads the small
-// deduplicated (organization, status, bridge) index, with one the index that
-// carries search_text; neither reads (or detoasts) rows. Both need the
-// visibility map to be current, which autovacuum keeps after changes
-// (migration 00014 tunes it for the orders table). The count runs only when
-// the page is full: a page that is not tells the total itself.
+// 10,000 entries and 20 row reads, not 10,000 row reads. The count runs only
+// when the page is full (a page that is not tells the total itself):
+//   - without a search or since, it is a sum over the organization's kept
+//     counters (migration 00025), in the same statement and snapshot as the
+//     page;
+//   - with a since, an index-only scan, in the same statement;
+//   - with a search, an index-only scan of the index that carries
+//     search_text (no row is read or detoasted); on a pool it runs after
+//     the page, in id ranges at once (countInParts), so a total may miss a
+//     change committed in between, like any count next to a page.
+//
+// Index-only scans need the visibility map to be current, which autovacuum
+// keeps after changes (migration 00014 tunes it for the orders table).
 func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams) ([]OrderListItem, int, error) {
 	col, ok := OrderSortColumns[p.Sort]
 	if !ok {
@@ -313,6 +318,11 @@ func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams
 		return items, 0, nil
 	case splitCount:
 		total, err := countInParts(ctx, pool, countSQL, args)
+		if len(items) > 0 {
+			// Orders deleted after the page was read do not make the
+			// total smaller than what the page shows.
+			total = max(total, p.Offset+len(items))
+		}
 		return items, total, err
 	}
 	// Past the end: the count alone.
@@ -378,7 +388,9 @@ func idRange(i, n int) (lo, hi uuid.UUID) {
 // and independent of the number of orders. $1, $2... are orderWhere's
 // arguments, in its order.
 func orderCountSQL(f OrderFilter, where string) string {
-	if f.Search != "" || f.Since != nil {
+	// The counters keep orders without a bridge under the nil UUID, which a
+	// bridge_id filter of the nil UUID must not match.
+	if f.Search != "" || f.Since != nil || (f.BridgeID != nil && *f.BridgeID == uuid.Nil) {
 		return `SELECT count(*) FROM orders WHERE ` + where
 	}
 	q := `SELECT coalesce(sum(n), 0) FROM order_counts WHERE organization_id = $1`
@@ -394,35 +406,53 @@ func orderCountSQL(f OrderFilter, where string) string {
 	return q
 }
 
+// compactOrderCountsBatch bounds the session rows one folding statement
+// holds, so a writer whose row is being folded waits a moment at most.
+const compactOrderCountsBatch = 5000
+
 // CompactOrderCounts folds the kept order counters that database sessions
 // wrote (one row per session and bucket, migration 00025) into each
-// bucket's writer-0 row, and drops buckets that reached zero. A row its
-// session holds right now is skipped and folded next time; sessions never
-// write writer 0, so folding waits for nobody. It returns the number of
-// rows removed.
-func CompactOrderCounts(ctx context.Context, db DBTX) (int64, error) {
-	var folded int64
-	err := db.QueryRow(ctx, `
+// bucket's writer-0 row, drops buckets that reached zero and the counters
+// of deleted organizations, and returns the number of rows removed. A row
+// its session holds right now is skipped and folded next time. Sessions
+// never write writer-0 rows, and one compaction runs at a time (an advisory
+// lock; a second returns at once), so folding waits for nobody.
+func CompactOrderCounts(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var removed int64
+	for {
+		var folded int64
+		busy := false
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var locked bool
+			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext('fos.order_counts'))`).Scan(&locked); err != nil || !locked {
+				busy = !locked
+				return err
+			}
+			if err := tx.QueryRow(ctx, `
 WITH gone AS (
     DELETE FROM order_counts c
      WHERE (organization_id, status, bridge_key, writer) IN (
            SELECT organization_id, status, bridge_key, writer FROM order_counts
-            WHERE writer <> 0 FOR UPDATE SKIP LOCKED)
+            WHERE writer <> 0 LIMIT $1 FOR UPDATE SKIP LOCKED)
     RETURNING organization_id, status, bridge_key, n
 ), kept AS (
     INSERT INTO order_counts AS c (organization_id, status, bridge_key, writer, n)
     SELECT organization_id, status, bridge_key, 0, sum(n) FROM gone GROUP BY 1, 2, 3
     ON CONFLICT (organization_id, status, bridge_key, writer) DO UPDATE SET n = c.n + excluded.n
 )
-SELECT count(*) FROM gone`).Scan(&folded)
-	if err != nil {
-		return 0, mapErr(err)
+SELECT count(*) FROM gone`, compactOrderCountsBatch).Scan(&folded); err != nil {
+				return err
+			}
+			tag, err := tx.Exec(ctx, `
+DELETE FROM order_counts c
+ WHERE writer = 0 AND (n = 0 OR NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = c.organization_id))`)
+			removed += folded + tag.RowsAffected()
+			return err
+		})
+		if err != nil || busy || folded < compactOrderCountsBatch {
+			return removed, mapErr(err)
+		}
 	}
-	tag, err := db.Exec(ctx, `DELETE FROM order_counts WHERE writer = 0 AND n = 0`)
-	if err != nil {
-		return folded, mapErr(err)
-	}
-	return folded + tag.RowsAffected(), nil
 }
 
 // orderListRow is a list row with the number of matches.

@@ -21,6 +21,8 @@ func TestIDRangesCoverTheUUIDSpace(t *testing.T) {
 		for i := range n {
 			lo, hi := idRange(i, n)
 			require.Negative(t, bytes.Compare(lo[:], hi[:]), "n=%d i=%d", n, i)
+			require.Equal(t, make([]byte, 15), lo[1:], "n=%d i=%d starts at the lowest id of its first byte", n, i)
+			require.Equal(t, bytes.Repeat([]byte{0xff}, 15), hi[1:], "n=%d i=%d ends at the highest id of its last byte", n, i)
 			if i == 0 {
 				require.Equal(t, uuid.UUID{}, lo)
 			} else {

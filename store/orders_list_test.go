@@ -54,6 +54,20 @@ func TestStoreListOrdersMatchesPlainQuery(t *testing.T) {
 		_, err := store.CreateOrder(ctx, s.Pool, orderTestNew(otherOrg, otherBridge, fmt.Sprint("x", i)))
 		require.NoError(t, err)
 	}
+	// Orders at the ends of the id ranges a search is counted in, and two
+	// without a bridge.
+	for i, id := range []string{"00000000-0000-0000-0000-000000000000", "7fffffff-ffff-ffff-ffff-ffffffffffff",
+		"80000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"} {
+		o := orderTestNew(orgID, bridgeA, fmt.Sprint("edge", i))
+		o.ID = uuid.MustParse(id)
+		o.CustomerName = "Edge Smith"
+		_, err := store.CreateOrder(ctx, s.Pool, o)
+		require.NoError(t, err)
+		if i < 2 { // as if its bridge had been deleted
+			_, err = s.Pool.Exec(ctx, `UPDATE orders SET bridge_id = NULL WHERE id = $1`, o.ID)
+			require.NoError(t, err)
+		}
+	}
 
 	since := base.Add(4 * time.Minute)
 	filters := map[string]store.OrderFilter{
@@ -62,6 +76,8 @@ func TestStoreListOrdersMatchesPlainQuery(t *testing.T) {
 		"bridge":        {BridgeID: &bridgeB},
 		"status_bridge": {Status: "pending", BridgeID: &bridgeA},
 		"bridge_none":   {BridgeID: &otherBridge},
+		"bridge_nil":    {BridgeID: &uuid.Nil},
+		"search_common": {Search: "e"},
 		"search":        {Search: "SMITH"},
 		"search_email":  {Search: ".org"},
 		"status_search": {Status: "pending", Search: "lee"},
@@ -72,7 +88,7 @@ func TestStoreListOrdersMatchesPlainQuery(t *testing.T) {
 	for fname, f := range filters {
 		for sortKey, col := range store.OrderSortColumns {
 			for _, desc := range []bool{false, true} {
-				for _, offset := range []int{0, 4, 13, 39, 40, 41, 100} {
+				for _, offset := range []int{0, 4, 13, 39, 40, 41, 44, 45, 100} {
 					p := store.OrderListParams{Filter: f, Sort: sortKey, Desc: desc, Limit: 7, Offset: offset}
 					items, total, err := store.ListOrders(ctx, s.Pool, orgID, p)
 					require.NoError(t, err)
