@@ -42,7 +42,7 @@ type PurgeExpiredInput struct{}
 type PurgeExpiredResult struct {
 	IdempotencyKeys int64 `json:"idempotencyKeys"`
 	LabelStashes    int64 `json:"labelStashes,omitempty"`
-	// OrderCountRows is the number of order counter rows folded away.
+	// OrderCountRows is the number of order counter rows folded or dropped.
 	OrderCountRows int64 `json:"orderCountRows,omitempty"`
 }
 

@@ -75,10 +75,13 @@ END
 $$;
 -- +goose StatementEnd
 
--- TRUNCATE has no transition table; it empties the counters with the orders.
+-- TRUNCATE has no transition table; it empties the counters with the orders,
+-- after a running compaction (store.CompactOrderCounts, which holds the same
+-- advisory lock) is done with them.
 -- +goose StatementBegin
 CREATE FUNCTION orders_count_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('fos.order_counts'));
     DELETE FROM order_counts;
     RETURN NULL;
 END

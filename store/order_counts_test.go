@@ -174,7 +174,16 @@ func TestStoreOrderCountsNeverWait(t *testing.T) {
 		require.Equal(t, plain, kept, step)
 	}
 
-	held, err := s.Pool.Begin(ctx)
+	// A session whose committed row a second, open transaction of the same
+	// session holds (it counts another order in the same bucket).
+	conn, err := s.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	var pid int
+	require.NoError(t, conn.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	_, err = store.CreateOrder(ctx, conn, orderTestNew(orgID, bridgeID, "committed"))
+	require.NoError(t, err)
+	held, err := conn.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = held.Rollback(ctx) }()
 	o, err := store.CreateOrder(ctx, held, orderTestNew(orgID, bridgeID, "held"))
@@ -183,10 +192,15 @@ func TestStoreOrderCountsNeverWait(t *testing.T) {
 	_, err = store.CompactOrderCounts(quick, s.Pool)
 	cancel()
 	require.NoError(t, err, "compaction skips a row its session holds")
+	var sessionRows int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE organization_id = $1 AND writer = $2`, orgID, pid).Scan(&sessionRows))
+	require.Equal(t, 1, sessionRows, "the held row is left for the next compaction")
 	require.NoError(t, held.Commit(ctx))
 	check("held row committed after compaction")
 	_, err = store.CompactOrderCounts(ctx, s.Pool)
 	require.NoError(t, err)
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE organization_id = $1 AND writer = $2`, orgID, pid).Scan(&sessionRows))
+	require.Zero(t, sessionRows, "folded next time")
 	check("folded next time")
 
 	// W holds the order; D deletes the organization and its cascade waits
@@ -196,15 +210,19 @@ func TestStoreOrderCountsNeverWait(t *testing.T) {
 	defer func() { _ = w.Rollback(ctx) }()
 	_, err = w.Exec(ctx, `SELECT 1 FROM orders WHERE id = $1 FOR UPDATE`, o.ID)
 	require.NoError(t, err)
+	deleter, err := s.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer deleter.Release()
+	var deleterPID int
+	require.NoError(t, deleter.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&deleterPID))
 	deleted := make(chan error, 1)
 	go func() {
-		_, err := s.Pool.Exec(ctx, `DELETE FROM organizations WHERE id = $1`, orgID)
+		_, err := deleter.Exec(ctx, `DELETE FROM organizations WHERE id = $1`, orgID)
 		deleted <- err
 	}()
 	require.Eventually(t, func() bool {
 		var waiting bool
-		err := s.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
- WHERE wait_event_type = 'Lock' AND query LIKE 'DELETE FROM organizations%')`).Scan(&waiting)
+		err := s.Pool.QueryRow(ctx, `SELECT cardinality(pg_blocking_pids($1)) > 0`, deleterPID).Scan(&waiting)
 		return err == nil && waiting
 	}, 10*time.Second, 10*time.Millisecond, "the organization delete waits for the held order")
 	_, err = w.Exec(ctx, `UPDATE orders SET status = 'shipped' WHERE id = $1`, o.ID)

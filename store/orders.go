@@ -410,49 +410,68 @@ func orderCountSQL(f OrderFilter, where string) string {
 // holds, so a writer whose row is being folded waits a moment at most.
 const compactOrderCountsBatch = 5000
 
+// orderCountsLock is the advisory lock one compaction (and a TRUNCATE of
+// orders, migration 00025) holds at a time.
+const orderCountsLock = `hashtext('fos.order_counts')`
+
 // CompactOrderCounts folds the kept order counters that database sessions
 // wrote (one row per session and bucket, migration 00025) into each
-// bucket's writer-0 row, drops buckets that reached zero and the counters
-// of deleted organizations, and returns the number of rows removed. A row
-// its session holds right now is skipped and folded next time. Sessions
-// never write writer-0 rows, and one compaction runs at a time (an advisory
-// lock; a second returns at once), so folding waits for nobody.
+// bucket's writer-0 row, then drops buckets that reached zero and the
+// counters of deleted organizations. It returns the number of session rows
+// folded and rows dropped. A row its session holds right now is skipped and
+// folded next time. Sessions never write writer-0 rows, and one compaction
+// runs at a time (an advisory lock; a second returns at once), so
+// compaction waits for nobody.
 func CompactOrderCounts(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	var removed int64
-	for {
-		var folded int64
-		busy := false
-		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			var locked bool
-			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(hashtext('fos.order_counts'))`).Scan(&locked); err != nil || !locked {
-				busy = !locked
+	// locked runs fn in a transaction that holds the compaction lock; ok is
+	// false when another compaction holds it.
+	locked := func(fn func(tx pgx.Tx) (int64, error)) (ok bool, n int64, err error) {
+		err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if err := tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock(`+orderCountsLock+`)`).Scan(&ok); err != nil || !ok {
 				return err
 			}
-			if err := tx.QueryRow(ctx, `
+			n, err = fn(tx)
+			return err
+		})
+		return ok, n, mapErr(err)
+	}
+	for {
+		// The session rows are found by a scan that stops at the batch's
+		// size and deleted by their ctid (a TID scan), never by a pass over
+		// the whole table while holding them. A row updated since the
+		// statement began is not deleted (its ctid moved) and waits for the
+		// next compaction.
+		ok, folded, err := locked(func(tx pgx.Tx) (int64, error) {
+			var n int64
+			err := tx.QueryRow(ctx, `
 WITH gone AS (
-    DELETE FROM order_counts c
-     WHERE (organization_id, status, bridge_key, writer) IN (
-           SELECT organization_id, status, bridge_key, writer FROM order_counts
-            WHERE writer <> 0 LIMIT $1 FOR UPDATE SKIP LOCKED)
+    DELETE FROM order_counts
+     WHERE ctid = ANY (ARRAY(SELECT ctid FROM order_counts WHERE writer <> 0 LIMIT $1 FOR UPDATE SKIP LOCKED))
     RETURNING organization_id, status, bridge_key, n
 ), kept AS (
     INSERT INTO order_counts AS c (organization_id, status, bridge_key, writer, n)
     SELECT organization_id, status, bridge_key, 0, sum(n) FROM gone GROUP BY 1, 2, 3
     ON CONFLICT (organization_id, status, bridge_key, writer) DO UPDATE SET n = c.n + excluded.n
 )
-SELECT count(*) FROM gone`, compactOrderCountsBatch).Scan(&folded); err != nil {
-				return err
-			}
-			tag, err := tx.Exec(ctx, `
-DELETE FROM order_counts c
- WHERE writer = 0 AND (n = 0 OR NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = c.organization_id))`)
-			removed += folded + tag.RowsAffected()
-			return err
+SELECT count(*) FROM gone`, compactOrderCountsBatch).Scan(&n)
+			return n, err
 		})
-		if err != nil || busy || folded < compactOrderCountsBatch {
-			return removed, mapErr(err)
+		removed += folded
+		if err != nil || !ok {
+			return removed, err
+		}
+		if folded < compactOrderCountsBatch {
+			break
 		}
 	}
+	_, dropped, err := locked(func(tx pgx.Tx) (int64, error) {
+		tag, err := tx.Exec(ctx, `
+DELETE FROM order_counts c
+ WHERE writer = 0 AND (n = 0 OR NOT EXISTS (SELECT 1 FROM organizations o WHERE o.id = c.organization_id))`)
+		return tag.RowsAffected(), err
+	})
+	return removed + dropped, err
 }
 
 // orderListRow is a list row with the number of matches.

@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -55,11 +56,17 @@ func TestStoreListOrdersMatchesPlainQuery(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// Orders at the ends of the id ranges a search is counted in, and two
-	// without a bridge.
-	for i, id := range []string{"00000000-0000-0000-0000-000000000000", "7fffffff-ffff-ffff-ffff-ffffffffffff",
-		"80000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"} {
+	// without a bridge (removed afterwards: the package's tests share one
+	// database).
+	edges := []uuid.UUID{uuid.MustParse("00000000-0000-0000-0000-000000000000"), uuid.MustParse("7fffffff-ffff-ffff-ffff-ffffffffffff"),
+		uuid.MustParse("80000000-0000-0000-0000-000000000000"), uuid.MustParse("ffffffff-ffff-ffff-ffff-ffffffffffff")}
+	t.Cleanup(func() {
+		_, err := s.Pool.Exec(context.Background(), `DELETE FROM orders WHERE id = ANY($1)`, edges)
+		require.NoError(t, err)
+	})
+	for i, id := range edges {
 		o := orderTestNew(orgID, bridgeA, fmt.Sprint("edge", i))
-		o.ID = uuid.MustParse(id)
+		o.ID = id
 		o.CustomerName = "Edge Smith"
 		_, err := store.CreateOrder(ctx, s.Pool, o)
 		require.NoError(t, err)
