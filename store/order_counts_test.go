@@ -14,6 +14,14 @@ import (
 	"github.com/fos-dev/fos/store/storetest"
 )
 
+// requireCountsExact fails the test unless the kept counters equal the
+// plain count of the orders table in every bucket.
+func requireCountsExact(t *testing.T, s *store.Store, step string) {
+	t.Helper()
+	kept, plain := bucketCounts(t, s)
+	require.Equal(t, plain, kept, step)
+}
+
 // bucketCounts is the kept counters (order_counts) and the plain count of
 // the orders table, each per "organization/status/bridge" bucket, non-zero
 // buckets only.
@@ -47,11 +55,6 @@ func bucketCounts(t *testing.T, s *store.Store) (kept, plain map[string]int64) {
 func TestStoreOrderCountsFollowOrderWrites(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	check := func(step string) {
-		t.Helper()
-		kept, plain := bucketCounts(t, s)
-		require.Equal(t, plain, kept, step)
-	}
 	orgA, bridgeA := orderTestOrg(t, s)
 	orgB, bridgeB := orderTestOrg(t, s)
 	bridgeA2 := uuid.New()
@@ -60,7 +63,7 @@ func TestStoreOrderCountsFollowOrderWrites(t *testing.T) {
 
 	first, err := store.CreateOrder(ctx, s.Pool, orderTestNew(orgA, bridgeA, "1"))
 	require.NoError(t, err)
-	check("one insert")
+	requireCountsExact(t, s, "one insert")
 
 	// A batch of 30 over two organizations, three bridges and statuses, in
 	// one statement.
@@ -71,7 +74,7 @@ SELECT gen_random_uuid(), CASE WHEN g % 3 = 0 THEN $2::uuid ELSE $1::uuid END,
        'b' || g, (ARRAY['pending', 'shipped', 'on_hold'])[1 + g % 3], '{}', 'x@example.com', '[]', '{}', now()
   FROM generate_series(1, 30) g`, orgA, orgB, bridgeA2, bridgeB)
 	require.NoError(t, err)
-	check("batch insert")
+	requireCountsExact(t, s, "batch insert")
 	// An upsert as a sync stores a page: ten orders exist (updated, their
 	// status changed), the ten without a bridge never conflict (inserted).
 	_, err = s.Pool.Exec(ctx, `
@@ -81,11 +84,11 @@ SELECT gen_random_uuid(), $1::uuid, CASE WHEN g % 2 = 0 THEN $2::uuid ELSE NULL 
   FROM generate_series(1, 20) g WHERE g % 3 <> 0
 ON CONFLICT (organization_id, bridge_id, external_id) DO UPDATE SET status = 'cancelled'`, orgA, bridgeA2)
 	require.NoError(t, err)
-	check("upsert")
+	requireCountsExact(t, s, "upsert")
 
 	_, err = s.Pool.Exec(ctx, `UPDATE orders SET status = 'delivered' WHERE organization_id = $1 AND status = 'pending'`, orgA)
 	require.NoError(t, err)
-	check("status update")
+	requireCountsExact(t, s, "status update")
 	versions := func() string {
 		var v string
 		require.NoError(t, s.Pool.QueryRow(ctx, `SELECT string_agg(xmin::text || ':' || n, ',' ORDER BY organization_id, status, bridge_key, writer) FROM order_counts`).Scan(&v))
@@ -95,16 +98,16 @@ ON CONFLICT (organization_id, bridge_id, external_id) DO UPDATE SET status = 'ca
 	_, err = s.Pool.Exec(ctx, `UPDATE orders SET note = 'n', status = status, updated_at = now() WHERE organization_id = $1`, orgA)
 	require.NoError(t, err)
 	require.Equal(t, before, versions(), "an update that changes neither status nor bridge writes no counter")
-	check("unrelated update")
+	requireCountsExact(t, s, "unrelated update")
 	_, err = s.Pool.Exec(ctx, `UPDATE orders SET bridge_id = $2 WHERE organization_id = $1 AND bridge_id IS NULL`, orgA, bridgeA)
 	require.NoError(t, err)
-	check("bridge update")
+	requireCountsExact(t, s, "bridge update")
 
 	_, err = s.Pool.Exec(ctx, `DELETE FROM bridges WHERE id = $1`, bridgeA)
 	require.NoError(t, err)
-	check("bridge deleted, its orders kept without one")
+	requireCountsExact(t, s, "bridge deleted, its orders kept without one")
 	require.NoError(t, store.DeleteOrder(ctx, s.Pool, orgA, first.ID))
-	check("order deleted")
+	requireCountsExact(t, s, "order deleted")
 
 	// 16 writers at once into the same bucket, each session in its own
 	// counter row; the sum is exact.
@@ -123,7 +126,7 @@ ON CONFLICT (organization_id, bridge_id, external_id) DO UPDATE SET status = 'ca
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	check("concurrent writers")
+	requireCountsExact(t, s, "concurrent writers")
 	var writers int
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(DISTINCT writer) FROM order_counts WHERE organization_id = $1`, orgB).Scan(&writers))
 	require.Greater(t, writers, 1, "each session counts in its own row")
@@ -131,7 +134,7 @@ ON CONFLICT (organization_id, bridge_id, external_id) DO UPDATE SET status = 'ca
 	folded, err := store.CompactOrderCounts(ctx, s.Pool)
 	require.NoError(t, err)
 	require.Positive(t, folded)
-	check("compacted")
+	requireCountsExact(t, s, "compacted")
 	var spread int
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE writer <> 0 OR n = 0`).Scan(&spread))
 	require.Zero(t, spread, "compaction leaves one non-zero writer-0 row per bucket")
@@ -141,7 +144,7 @@ ON CONFLICT (organization_id, bridge_id, external_id) DO UPDATE SET status = 'ca
 
 	_, err = s.Pool.Exec(ctx, `DELETE FROM organizations WHERE id = $1`, orgB)
 	require.NoError(t, err, "deleting an organization deletes its orders")
-	check("organization deleted")
+	requireCountsExact(t, s, "organization deleted")
 	_, err = store.CompactOrderCounts(ctx, s.Pool)
 	require.NoError(t, err)
 	var left int
@@ -168,11 +171,6 @@ func TestStoreOrderCountsNeverWait(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
 	orgID, bridgeID := orderTestOrg(t, s)
-	check := func(step string) {
-		t.Helper()
-		kept, plain := bucketCounts(t, s)
-		require.Equal(t, plain, kept, step)
-	}
 
 	// A session whose committed row a second, open transaction of the same
 	// session holds (it counts another order in the same bucket).
@@ -196,12 +194,12 @@ func TestStoreOrderCountsNeverWait(t *testing.T) {
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE organization_id = $1 AND writer = $2`, orgID, pid).Scan(&sessionRows))
 	require.Equal(t, 1, sessionRows, "the held row is left for the next compaction")
 	require.NoError(t, held.Commit(ctx))
-	check("held row committed after compaction")
+	requireCountsExact(t, s, "held row committed after compaction")
 	_, err = store.CompactOrderCounts(ctx, s.Pool)
 	require.NoError(t, err)
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM order_counts WHERE organization_id = $1 AND writer = $2`, orgID, pid).Scan(&sessionRows))
 	require.Zero(t, sessionRows, "folded next time")
-	check("folded next time")
+	requireCountsExact(t, s, "folded next time")
 
 	// W holds the order; D deletes the organization and its cascade waits
 	// for W; W changes the order's status (a counter write) and commits.
@@ -234,7 +232,7 @@ func TestStoreOrderCountsNeverWait(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the organization delete did not finish")
 	}
-	check("organization deleted")
+	requireCountsExact(t, s, "organization deleted")
 }
 
 // The list's total without a search comes from the kept counters: it stays

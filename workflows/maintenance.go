@@ -22,9 +22,8 @@ const (
 
 // MaintenanceResult is what one run removed and reconciled.
 type MaintenanceResult struct {
-	IdempotencyKeys int64 `json:"idempotencyKeys"`
-	LabelStashes    int64 `json:"labelStashes,omitempty"`
-	OrderCountRows  int64 `json:"orderCountRows,omitempty"`
+	// What PurgeExpired removed (its fields, at the top level).
+	activities.PurgeExpiredResult
 	// Runs: rate comparisons and carrier registrations.
 	Runs activities.ReconcileRunsResult `json:"runs"`
 	// Shipments: shipments, pickups and shipment actions.
@@ -60,9 +59,7 @@ func Maintenance(ctx workflow.Context) (MaintenanceResult, error) {
 		}
 	}
 
-	var purged activities.PurgeExpiredResult
-	step(purgeOptions, a.PurgeExpired, activities.PurgeExpiredInput{}, &purged)
-	res.IdempotencyKeys, res.LabelStashes, res.OrderCountRows = purged.IdempotencyKeys, purged.LabelStashes, purged.OrderCountRows
+	step(purgeOptions, a.PurgeExpired, activities.PurgeExpiredInput{}, &res.PurgeExpiredResult)
 	step(reconcileOptions, a.ReconcileRuns, activities.ReconcileRunsInput{}, &res.Runs)
 	var sa *activities.ShipmentActivities
 	step(reconcileOptions, sa.ReconcileShipments, activities.ReconcileShipmentsInput{}, &res.Shipments)

@@ -29,7 +29,7 @@ func TestMaintenancePurgesAndReconciles(t *testing.T) {
 	require.NoError(t, env.GetWorkflowError())
 	var res MaintenanceResult
 	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, MaintenanceResult{IdempotencyKeys: 7, Runs: activities.ReconcileRunsResult{Checked: 3, Restarted: 1, Failed: 1},
+	require.Equal(t, MaintenanceResult{PurgeExpiredResult: activities.PurgeExpiredResult{IdempotencyKeys: 7}, Runs: activities.ReconcileRunsResult{Checked: 3, Restarted: 1, Failed: 1},
 		Shipments: activities.ReconcileShipmentsResult{Running: 1, Removed: 2, Failed: 3}}, res)
 	env.AssertExpectations(t)
 }
