@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -183,4 +184,17 @@ func (k *keyUseRecorder) touch(s *Server, id uuid.UUID, now time.Time) {
 			s.log.Warn("record API key use", "api_key_id", id, "error", err)
 		}
 	}()
+}
+
+// actorOf is the domain actor of a request behind requireOrg: who calls the
+// domain services.
+func actorOf(r *http.Request) domain.Actor {
+	p := mustPrincipal(r)
+	a := domain.Actor{OrganizationID: p.OrganizationID, Name: p.Name, Role: p.Role}
+	if p.IsAPIKey() {
+		a.Kind, a.ID, a.Scopes, a.Scoped = domain.ActorAPIKey, p.APIKeyID, p.Scopes, true
+	} else {
+		a.Kind, a.ID = domain.ActorUser, p.UserID
+	}
+	return a
 }

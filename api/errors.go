@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -74,8 +75,11 @@ func errRateLimited(msg string, wait time.Duration) *Error {
 // request id and never shown to the client.
 func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
+	var domErr *domain.Error
 	switch {
 	case errors.As(err, &apiErr):
+	case errors.As(err, &domErr):
+		apiErr = fromDomain(domErr)
 	case errors.Is(err, store.ErrNotFound):
 		apiErr = errNotFound("resource")
 	case errors.Is(err, store.ErrInvalidInput):
@@ -101,4 +105,40 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error)
 // logAttrs is a small helper for handlers that log.
 func logAttrs(r *http.Request) []any {
 	return []any{slog.String("request_id", requestIDFrom(r.Context()))}
+}
+
+// domainStatus is the HTTP status and default code of each domain error
+// kind: the one place a domain refusal becomes a status.
+var domainStatus = map[domain.Kind]struct {
+	status int
+	code   string
+}{
+	domain.KindInvalid:      {http.StatusBadRequest, "validation_error"},
+	domain.KindNotFound:     {http.StatusNotFound, "not_found"},
+	domain.KindConflict:     {http.StatusConflict, "conflict"},
+	domain.KindGone:         {http.StatusGone, "gone"},
+	domain.KindForbidden:    {http.StatusForbidden, "forbidden"},
+	domain.KindUnauthorized: {http.StatusUnauthorized, "unauthorized"},
+	domain.KindUpstream:     {http.StatusBadGateway, "upstream_error"},
+	domain.KindUnavailable:  {http.StatusServiceUnavailable, "unavailable"},
+	domain.KindRateLimited:  {http.StatusTooManyRequests, "rate_limited"},
+}
+
+// fromDomain is the API error of a domain error.
+func fromDomain(e *domain.Error) *Error {
+	m, ok := domainStatus[e.Kind]
+	if !ok {
+		m.status, m.code = http.StatusInternalServerError, "internal"
+	}
+	out := &Error{Status: m.status, Code: e.Code, Message: e.Message}
+	if out.Code == "" {
+		out.Code = m.code
+	}
+	for _, f := range e.Fields {
+		out.Details = append(out.Details, FieldError{Field: f.Field, Message: f.Message})
+	}
+	if e.RetryAfterSeconds > 0 {
+		out.RetryAfter = time.Duration(e.RetryAfterSeconds) * time.Second
+	}
+	return out
 }
