@@ -32,14 +32,14 @@ type BookPickupInput struct {
 type BookPickupResult = shipping.BookPickupResult
 
 // BookPickup books a pending pickup with the carrier
-// (shipping.Service.BookPickup): one call; only ErrTypeCarrierNotSent may
+// (shipping.Service.BookWithCarrier): one call; only ErrTypeCarrierNotSent may
 // be repeated.
 func (a *ShipmentActivities) BookPickup(ctx context.Context, in BookPickupInput) (BookPickupResult, error) {
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "pickupId", in.PickupID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
 		return BookPickupResult{}, err
 	}
-	res, err := a.shipping().BookPickup(ctx, shipping.BookPickupInput{OrganizationID: ids[0], PickupID: ids[1], CarrierAccountID: ids[2], Request: in.Request})
+	res, err := a.shipping().BookWithCarrier(ctx, shipping.BookPickupInput{OrganizationID: ids[0], PickupID: ids[1], CarrierAccountID: ids[2], Request: in.Request})
 	return res, stepError(err)
 }
 

@@ -91,8 +91,9 @@ var (
 
 // AddressOf reads an address object whatever naming its source used (the
 // rates' Address, a shipment's street/state/zip/country, a platform's
-// line1/postalCode/country_code, …). The country defaults to US; a
-// country that is no known code is kept as written, for Check to name.
+// line1/postalCode/country_code, …). A country that is no known code is
+// kept as written, for Check to name; an absent one is "" (see
+// DefaultCountry).
 func AddressOf(m map[string]any) Address {
 	pick := func(keys []string) string {
 		for _, k := range keys {
@@ -110,7 +111,6 @@ func AddressOf(m map[string]any) Address {
 	if a.Name == "" {
 		a.Name = strings.TrimSpace(pick([]string{"first_name", "firstName"}) + " " + pick([]string{"last_name", "lastName"}))
 	}
-	a.Country = "US"
 	if country := pick(addressCountryKeys); country != "" {
 		a.Country = CountryCode(country)
 		if a.Country == "" {
@@ -119,6 +119,15 @@ func AddressOf(m map[string]any) Address {
 	}
 	if len(a.State) == 2 {
 		a.State = strings.ToUpper(a.State)
+	}
+	return a
+}
+
+// DefaultCountry is the address with US as its country when it names
+// none.
+func (a Address) DefaultCountry() Address {
+	if a.Country == "" {
+		a.Country = "US"
 	}
 	return a
 }

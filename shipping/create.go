@@ -278,7 +278,7 @@ func shipToOf(o store.Order) (Address, error) {
 	if len(m) == 0 {
 		return Address{}, domain.InvalidCode("missing_shipping_address", "the order has no shipping address to ship to")
 	}
-	a := AddressOf(m)
+	a := AddressOf(m).DefaultCountry()
 	if a.Name == "" {
 		a.Name = strings.TrimSpace(o.CustomerName)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"net/url"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -340,4 +342,38 @@ func TestResolveLabelPurchase(t *testing.T) {
 	_, err = f.svc.ResolveLabelPurchase(ctx, f.actor, uuid.New())
 	require.Equal(t, domain.KindNotFound, domain.KindOf(err))
 	require.Equal(t, 2, f.carrier.labelsSold(), "the stashed and the lost label; nothing else")
+}
+
+// TestSignedLabelURL: a label_url names one label of one organization and
+// stops working when it expires.
+func TestSignedLabelURL(t *testing.T) {
+	f := newLabelFixture(t)
+	f.svc.baseURL = "https://fos.example"
+	got, err := f.svc.PurchaseLabel(t.Context(), f.actor, f.input(uuid.New()))
+	require.NoError(t, err)
+	link, err := url.Parse(*f.svc.LabelURL(got.Shipment))
+	require.NoError(t, err)
+	require.Equal(t, LabelPath+got.Shipment.ID.String(), link.Path)
+	q := link.Query()
+	exp, err := strconv.ParseInt(q.Get("expires"), 10, 64)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, time.Until(time.Unix(exp, 0)), LabelURLTTL, "valid at least LabelURLTTL")
+	in := SignedLabelInput{ShipmentID: got.Shipment.ID, OrganizationID: q.Get("organization"), Expires: q.Get("expires"), Signature: q.Get("signature")}
+	file, err := f.svc.SignedLabel(t.Context(), in)
+	require.NoError(t, err)
+	require.Equal(t, "application/pdf", file.ContentType)
+	require.NotEmpty(t, file.Document)
+
+	// Expired: signed correctly, an hour ago.
+	past := time.Now().Add(-time.Hour).Unix()
+	expired := in
+	expired.Expires = strconv.FormatInt(past, 10)
+	expired.Signature = f.svc.labelSignature(f.orgID, got.Shipment.ID, past)
+	_, err = f.svc.SignedLabel(t.Context(), expired)
+	require.Equal(t, domain.KindGone, domain.KindOf(err))
+	// Another shipment under the same signature.
+	other := in
+	other.ShipmentID = uuid.New()
+	_, err = f.svc.SignedLabel(t.Context(), other)
+	require.Equal(t, domain.KindForbidden, domain.KindOf(err))
 }

@@ -56,11 +56,11 @@ type BookPickupResult struct {
 	AlreadyRecorded bool `json:"alreadyRecorded"`
 }
 
-// BookPickup books a pending pickup with the carrier: one call. It books
+// BookWithCarrier books a pending pickup with the carrier: one call. It books
 // nothing when the pickup is gone or no longer pending
 // (ErrTypePurchaseGone) or already booked (AlreadyRecorded). A failed call
 // is a StepError; only ErrTypeCarrierNotSent may be repeated.
-func (s *Service) BookPickup(ctx context.Context, in BookPickupInput) (BookPickupResult, error) {
+func (s *Service) BookWithCarrier(ctx context.Context, in BookPickupInput) (BookPickupResult, error) {
 	p, err := store.PickupByID(ctx, s.store.Pool, in.OrganizationID, in.PickupID)
 	if errors.Is(err, store.ErrNotFound) {
 		return BookPickupResult{}, purchaseGone("the pickup was deleted before it was booked")

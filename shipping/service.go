@@ -37,9 +37,14 @@ type Deps struct {
 	// Hooks runs the dispatchers of an order's events (shipment_created);
 	// nil: none.
 	Hooks rules.OrderHooks
-	// Labels runs a label purchase as its own workflow (the API's path);
-	// nil: CreateShipment answers that workflows are unavailable.
-	Labels LabelRuns
+	// Labels, Actions and Pickups run the domain's workflows (the
+	// Temporal adapter worker.TemporalShipping implements all three); nil:
+	// the operations that need one answer that workflows are unavailable.
+	Labels  LabelRuns
+	Actions ActionRuns
+	Pickups PickupRuns
+	// BaseURL is the service's public URL (signed label URLs).
+	BaseURL string
 }
 
 // ErrWorkflowsUnavailable is the answer of an operation that needs a
@@ -54,6 +59,9 @@ type Service struct {
 	log      *slog.Logger
 	hooks    rules.OrderHooks
 	labels   LabelRuns
+	actions  ActionRuns
+	pickups  PickupRuns
+	baseURL  string
 }
 
 // New builds the Service.
@@ -66,7 +74,8 @@ func New(d Deps) *Service {
 	if hooks == nil {
 		hooks = rules.Noop{}
 	}
-	return &Service{store: d.Store, secrets: d.Secrets, carriers: d.Carriers, log: log, hooks: hooks, labels: d.Labels}
+	return &Service{store: d.Store, secrets: d.Secrets, carriers: d.Carriers, log: log, hooks: hooks,
+		labels: d.Labels, actions: d.Actions, pickups: d.Pickups, baseURL: d.BaseURL}
 }
 
 // accountAdapter loads a carrier account of the organization with its
