@@ -158,6 +158,7 @@ func decodeParcels(f bodyFields, key string) []shipping.Parcel {
 		m, isObj := it.(map[string]any)
 		if !isObj {
 			f.v.add(path, "must be an object")
+			out = append(out, shipping.Parcel{}) // keeps the positions
 			continue
 		}
 		pf := bodyFields{v: f.v, path: path, m: m}

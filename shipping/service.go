@@ -18,11 +18,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
@@ -45,6 +47,9 @@ type Deps struct {
 	Pickups PickupRuns
 	// BaseURL is the service's public URL (signed label URLs).
 	BaseURL string
+	// RateTimeout is each carrier's deadline in a rate fan-out (0:
+	// rating.DefaultTimeout).
+	RateTimeout time.Duration
 }
 
 // ErrWorkflowsUnavailable is the answer of an operation that needs a
@@ -62,6 +67,8 @@ type Service struct {
 	actions  ActionRuns
 	pickups  PickupRuns
 	baseURL  string
+	// rateTimeout is each carrier's deadline in a rate fan-out.
+	rateTimeout time.Duration
 }
 
 // New builds the Service.
@@ -70,12 +77,16 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if d.RateTimeout <= 0 {
+		d.RateTimeout = rating.DefaultTimeout
+	}
 	hooks := d.Hooks
 	if hooks == nil {
 		hooks = rules.Noop{}
 	}
 	return &Service{store: d.Store, secrets: d.Secrets, carriers: d.Carriers, log: log, hooks: hooks,
-		labels: d.Labels, actions: d.Actions, pickups: d.Pickups, baseURL: d.BaseURL}
+		labels: d.Labels, actions: d.Actions, pickups: d.Pickups, baseURL: d.BaseURL,
+		rateTimeout: d.RateTimeout}
 }
 
 // accountAdapter loads a carrier account of the organization with its
