@@ -70,4 +70,3 @@ func (f bodyFields) timestamp(key string) *time.Time {
 	f.v.add(f.name(key), "must be an ISO 8601 timestamp")
 	return nil
 }
-

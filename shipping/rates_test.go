@@ -34,4 +34,3 @@ func TestOrderPackageWeights(t *testing.T) {
 func storeOrderForTest(items, meta string) store.Order {
 	return store.Order{LineItems: json.RawMessage(items), Metadata: json.RawMessage(meta)}
 }
-
