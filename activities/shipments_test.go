@@ -654,3 +654,75 @@ func TestPurchaseReadFailureBeforeCarrierCallIsNotSent(t *testing.T) {
 	check(book(f.acts), ErrTypeCarrierNotSent)
 	check(send(f.acts), ErrTypeShipmentCarrierUnavailable)
 }
+
+// TestReconcileOwnedShipments: a shipment whose label a batch buys
+// (purchase_owner) waits on the batch's run: left alone while it runs;
+// removed when the carrier was never asked; when it may have been asked,
+// its stashed label is voided, and without one it becomes exception,
+// never removed as if nothing had been bought.
+func TestReconcileOwnedShipments(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	f.acts.Temporal = tc
+	old := time.Now().Add(-time.Hour)
+	owned := func(owner string, asked bool) uuid.UUID {
+		id := uuid.New()
+		var requested *time.Time
+		if asked {
+			requested = &old
+		}
+		_, err := f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status, created_at, purchase_owner, label_requested_at)
+			VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending', $4, $5, $6)`, id, f.orgID, f.accountID, old, owner, requested)
+		require.NoError(t, err)
+		return id
+	}
+	running, gone, closed := "operation/running-"+uuid.NewString(), "operation/gone-"+uuid.NewString(), "operation/closed-"+uuid.NewString()
+	tc.On("DescribeWorkflowExecution", mock.Anything, running, "").Return(describeAs(running, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, old.Add(-time.Hour)), nil)
+	tc.On("DescribeWorkflowExecution", mock.Anything, gone, "").Return(nil, serviceerror.NewNotFound("workflow not found"))
+	tc.On("DescribeWorkflowExecution", mock.Anything, closed, "").Return(describeAs(closed, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, old.Add(-time.Hour)), nil)
+	it := mocks.NewHistoryEventIterator(t)
+	it.On("HasNext").Return(false).Maybe()
+	tc.On("GetWorkflowHistory", mock.Anything, closed, "run-"+closed, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT).Return(it)
+	// Rows other tests of the package left behind: running.
+	tc.On("DescribeWorkflowExecution", mock.Anything, mock.Anything, "").Return(describeAs("other", enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, old), nil).Maybe()
+
+	// The owner's run started an hour before the shipment: still its.
+	waiting := owned(running, true)
+	neverAsked := owned(gone, false)
+	askedNoTrace := owned(gone, true)
+	stashed := owned(closed, false)
+	bought, err := f.acts.BuyShipmentLabel(ctx, BuyShipmentLabelInput{OrganizationID: f.orgID.String(), ShipmentID: stashed.String(), CarrierAccountID: f.accountID.String(),
+		Request: carriers.LabelRequest{
+			ShipFrom: carriers.Address{Address1: "10 Main St", City: "Memphis", ProvinceCode: "TN", Zip: "38103", CountryCode: "US"},
+			ShipTo:   carriers.Address{Address1: "1 Pike St", City: "Seattle", ProvinceCode: "WA", Zip: "98101", CountryCode: "US"},
+			Packages: []carriers.Package{{Weight: carriers.Weight{Value: 5, Unit: "lb"}}}, ServiceType: "FEDEX_GROUND", ShipDate: time.Now().UTC().AddDate(0, 0, 1),
+		}})
+	require.NoError(t, err)
+	require.True(t, bought.Label.Stashed, "the purchase marked the shipment and stashed its label")
+
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	val, err := env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(t, err)
+	var res ReconcileShipmentsResult
+	require.NoError(t, val.Get(&res))
+	require.Equal(t, 2, res.Removed)
+	require.Equal(t, 1, res.Failed)
+
+	sh, err := store.ShipmentByID(ctx, f.st.Pool, f.orgID, waiting)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentPending, sh.Status, "its run still goes")
+	for _, id := range []uuid.UUID{neverAsked, stashed} {
+		_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, id)
+		require.ErrorIs(t, err, store.ErrNotFound)
+	}
+	_, found, err := store.StashedShipmentLabel(ctx, f.st.Pool, f.orgID, stashed)
+	require.NoError(t, err)
+	require.False(t, found, "the stashed label was voided")
+	sh, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, askedNoTrace)
+	require.NoError(t, err)
+	require.Equal(t, store.ShipmentException, sh.Status, "asked, and nothing proves it bought nothing")
+	require.Contains(t, string(sh.CarrierResponse), "its run no longer exists")
+}

@@ -1,16 +1,20 @@
 package api
 
 import (
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/workflows"
 )
+
+// purchaseFailure is the API's answer to a purchase that did not end
+// recorded: the shipping domain's refusal, mapped to HTTP in one place.
+func purchaseFailure(what string, res workflows.PurchaseResult, field func(code, msg string) string) error {
+	return fromDomain(shipping.PurchaseFailure(what, res, field))
+}
 
 // rawRecordError is what a failed record step may put in a purchase's
 // message: database and network text a tenant must not read.
@@ -35,31 +39,27 @@ func requireTenantSafe(t *testing.T, err error) *Error {
 
 // A purchase's failure text reaches a tenant only through TenantText.
 func TestPurchaseFailureTenantText(t *testing.T) {
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	r := httptest.NewRequest("POST", "/api/v1/shipments", nil)
 	noField := func(string, string) string { return "" }
 
-	err := requireTenantSafe(t, s.purchaseFailure(r, "carrier_a could not create the label", workflows.PurchaseResult{Outcome: workflows.PurchaseUnknown, Message: rawRecordError}, noField))
+	err := requireTenantSafe(t, purchaseFailure("carrier_a could not create the label", workflows.PurchaseResult{Outcome: workflows.PurchaseUnknown, Message: rawRecordError}, noField))
 	require.Equal(t, 502, err.Status)
 	require.Equal(t, "carrier_a could not create the label: "+activities.InternalFailureMessage, err.Message)
 
-	err = requireTenantSafe(t, s.purchaseFailure(r, "x", workflows.PurchaseResult{Outcome: workflows.PurchaseVoided, Message: rawRecordError}, noField))
+	err = requireTenantSafe(t, purchaseFailure("x", workflows.PurchaseResult{Outcome: workflows.PurchaseVoided, Message: rawRecordError}, noField))
 	require.Equal(t, 409, err.Status)
 
-	err = requireTenantSafe(t, s.purchaseFailure(r, "x", workflows.PurchaseResult{Outcome: workflows.PurchaseVoided, Message: rawRecordError,
+	err = requireTenantSafe(t, purchaseFailure("x", workflows.PurchaseResult{Outcome: workflows.PurchaseVoided, Message: rawRecordError,
 		Failure: &activities.CarrierFailure{Message: rawRecordError}}, noField))
 	require.Equal(t, 502, err.Status)
 
 	// A tenant's own message is kept.
-	err = requireTenantSafe(t, s.purchaseFailure(r, "x", workflows.PurchaseResult{Outcome: workflows.PurchaseRefused, Message: "the shipment was deleted meanwhile"}, noField))
+	err = requireTenantSafe(t, purchaseFailure("x", workflows.PurchaseResult{Outcome: workflows.PurchaseRefused, Message: "the shipment was deleted meanwhile"}, noField))
 	require.Equal(t, "the shipment was deleted meanwhile", err.Message)
 }
 
 // A carrier's refusal of the request as invalid is a 400 naming the field;
 // the carrier's own text goes through TenantText.
 func TestPurchaseFailureCarrierMessageTenantText(t *testing.T) {
-	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	r := httptest.NewRequest("POST", "/api/v1/shipments", nil)
 	field := func(code, _ string) string {
 		if code == "ZIP" {
 			return "ship_to.zip"
@@ -70,10 +70,10 @@ func TestPurchaseFailureCarrierMessageTenantText(t *testing.T) {
 		return workflows.PurchaseResult{Outcome: workflows.PurchaseRefused, Message: "refused",
 			Failure: &activities.CarrierFailure{Invalid: true, Code: "ZIP", Message: "carrier_a: invalid zip", CarrierMessage: carrierMsg}}
 	}
-	err := requireTenantSafe(t, s.purchaseFailure(r, "x", refused("upstream https://10.0.0.5:8443/ship failed: invalid character '<' (SQLSTATE 0)"), field))
+	err := requireTenantSafe(t, purchaseFailure("x", refused("upstream https://10.0.0.5:8443/ship failed: invalid character '<' (SQLSTATE 0)"), field))
 	require.Equal(t, 400, err.Status)
 	require.Equal(t, []FieldError{{Field: "ship_to.zip", Message: "refused by the carrier: " + activities.InternalFailureMessage}}, err.Details)
 
-	err = requireTenantSafe(t, s.purchaseFailure(r, "x", refused("Postal code 99999 is not valid"), field))
+	err = requireTenantSafe(t, purchaseFailure("x", refused("Postal code 99999 is not valid"), field))
 	require.Equal(t, []FieldError{{Field: "ship_to.zip", Message: "refused by the carrier: Postal code 99999 is not valid"}}, err.Details)
 }

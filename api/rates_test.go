@@ -14,7 +14,7 @@ import (
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/sandboxapi"
-	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/shipping"
 )
 
 // rateTestEnv is the router with a carrier registry pointed at a sandbox
@@ -139,7 +139,7 @@ func TestRatesValidation(t *testing.T) {
 	require.Equal(t, []string{"packages"}, rateTestFields(t, post(body)))
 	body["packages"] = map[string]any{}
 	require.Equal(t, []string{"packages"}, rateTestFields(t, post(body)))
-	pkgs := make([]any, rateMaxPackages+1)
+	pkgs := make([]any, shipping.MaxRatePackages+1)
 	for i := range pkgs {
 		pkgs[i] = map[string]any{"weight": map[string]any{"value": 1, "unit": "lb"}}
 	}
@@ -592,32 +592,6 @@ VALUES ($1, $2, 'Shop WH', '9 Wharf', 'Seattle', 'WA', '98101', 'United States',
 	_, err = e.deps.Store.Pool.Exec(context.Background(), `UPDATE carrier_accounts SET status = 'inactive' WHERE organization_id = $1`, owner.org)
 	require.NoError(t, err)
 	requireError(t, post(order2, nil), 400, "no_active_carrier_account")
-}
-
-func TestOrderPackageWeights(t *testing.T) {
-	pkg := func(items, meta string) (float64, error) {
-		p, err := orderPackage(storeOrderForTest(items, meta))
-		return p.Weight.Value, err
-	}
-	w, err := pkg(`[{"quantity": 2, "requiresShipping": true}]`, `{}`)
-	require.NoError(t, err)
-	require.Equal(t, 2.0, w, "1 lb per unit by default")
-	w, _ = pkg(`[{"quantity": 4, "requiresShipping": true, "weight": 8, "weightUnit": "oz"}]`, `{}`)
-	require.Equal(t, 2.0, w)
-	w, _ = pkg(`[{"quantity": 1, "requiresShipping": true, "weight": 500, "weight_unit": "g"}]`, `{}`)
-	require.Equal(t, 1.11, w, "rounded up to a hundredth")
-	w, _ = pkg(`[{"quantity": 1, "requiresShipping": true, "weight": -1}]`, `{"weight": 7}`)
-	require.Equal(t, 7.0, w, "metadata weight wins")
-	w, _ = pkg(`[{"quantity": 1, "requiresShipping": true, "weight": "heavy"}]`, `{"weight": "x"}`)
-	require.Equal(t, 1.0, w, "unreadable weights fall back to the default")
-	_, err = pkg(`[{"quantity": 1, "requiresShipping": false}]`, `{}`)
-	require.Error(t, err)
-	_, err = pkg(`[{"quantity": 20000, "requiresShipping": true}]`, `{}`)
-	require.Error(t, err)
-}
-
-func storeOrderForTest(items, meta string) store.Order {
-	return store.Order{LineItems: json.RawMessage(items), Metadata: json.RawMessage(meta)}
 }
 
 // ---- snapshots ----

@@ -107,6 +107,8 @@ type Server struct {
 	idempotencyLease time.Duration
 	sandbox          *sandbox.Sandbox
 	platforms        *platforms.Registry
+	// domains are the domain services (domains.go).
+	domains
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -137,6 +139,7 @@ func NewRouter(d Deps) http.Handler {
 	if s.mailer == nil {
 		s.mailer = email.LogSender{Log: d.Logger}
 	}
+	s.domains = newDomains(d, s)
 	r := chi.NewRouter()
 	r.Use(s.requestContext)
 	r.NotFound(s.notFound)
@@ -155,6 +158,7 @@ func NewRouter(d Deps) http.Handler {
 		// Public: sign-up and login.
 		s.mountSignin(r)
 		s.mountInboundWebhooks(r) // authenticated by the bridge's secret, not a key
+		s.mountSignedLabels(r)    // a label_url: its signature is the credential
 		// A user token, no organization yet.
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)

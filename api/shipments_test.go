@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"sort"
 	"strings"
@@ -204,7 +205,7 @@ func TestShipmentCreateBuysLabel(t *testing.T) {
 	require.Equal(t, bridgeID, d["bridge_id"])
 	require.Equal(t, acct, d["carrier_account_id"])
 	require.Regexp(t, `^7\d{11}$`, d["tracking_number"])
-	require.Equal(t, "http://fos.test/api/v1/shipments/"+id+"/label", d["label_url"])
+	require.True(t, strings.HasPrefix(d["label_url"].(string), "http://fos.test/api/v1/labels/"+id+"?"), d["label_url"])
 	rate := d["rate"].(map[string]any)
 	require.Greater(t, rate["amount"].(float64), 0.0)
 	require.Equal(t, "USD", rate["currency"])
@@ -223,6 +224,27 @@ func TestShipmentCreateBuysLabel(t *testing.T) {
 	require.Equal(t, "application/pdf", res.Header.Get("Content-Type"))
 	require.True(t, bytes.HasPrefix(res.Raw, []byte("%PDF-")), "label is a PDF")
 	require.Contains(t, string(res.Raw), "REF: "+id)
+
+	// label_url opens without credentials (a browser), as the same
+	// document; a link altered in any part is refused.
+	link := strings.TrimPrefix(d["label_url"].(string), "http://fos.test")
+	res = e.do(caller{}, "GET", link, nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, "application/pdf", res.Header.Get("Content-Type"))
+	require.Contains(t, string(res.Raw), "REF: "+id)
+	u, err := url.Parse(link)
+	require.NoError(t, err)
+	for _, alter := range []func(q url.Values, path *string){
+		func(q url.Values, _ *string) { q.Set("signature", "x"+q.Get("signature")[1:]) },
+		func(q url.Values, _ *string) { q.Set("expires", "9"+q.Get("expires")) },
+		func(q url.Values, _ *string) { q.Set("organization", e.signup().org) },
+		func(q url.Values, _ *string) { q.Del("signature") },
+		func(_ url.Values, path *string) { *path = "/api/v1/labels/" + uuid.NewString() },
+	} {
+		q, path := u.Query(), u.Path
+		alter(q, &path)
+		requireError(t, e.do(caller{}, "GET", path+"?"+q.Encode(), nil), 403, "forbidden")
+	}
 
 	// Get one, with and without include.
 	res = e.do(key, "GET", "/api/v1/shipments/"+id, nil)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -13,12 +12,13 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/shipping"
 )
 
 // mountTracking registers the shipment tracking endpoints (spec Part 1,
-// Shipment tracking). Their scopes follow shipments (CONTRACT 3):
-// shipments:read and shipments:write.
+// Shipment tracking): HTTP over the shipping domain (RecordCheckpoint(s),
+// ListCheckpoints, TrackingMap). Their scopes follow shipments (CONTRACT
+// 3): shipments:read and shipments:write.
 func (s *Server) mountTracking(r chi.Router) {
 	read := r.With(s.scope("shipments:read"))
 	write := r.With(s.scope("shipments:write"))
@@ -31,7 +31,7 @@ func (s *Server) mountTracking(r chi.Router) {
 // Bounds the specification leaves open.
 const (
 	// trackingBatchMax is the most checkpoints one batch call takes.
-	trackingBatchMax = 1000
+	trackingBatchMax = shipping.MaxCheckpointBatch
 	// Page sizes: checkpoints default 50 (spec), max 100; map default 100
 	// (spec), max 500.
 	checkpointsDefaultLimit = 50
@@ -81,7 +81,7 @@ type checkpointJSON struct {
 	UpdatedAt      time.Time `json:"updatedAt"`
 }
 
-func toCheckpointJSON(c store.Checkpoint) checkpointJSON {
+func toCheckpointJSON(c shipping.Checkpoint) checkpointJSON {
 	return checkpointJSON{
 		ID: c.ID, OrganizationID: c.OrganizationID, ShipmentID: c.ShipmentID, Sequence: c.Sequence, Status: c.Status,
 		StatusDetail: c.StatusDetail, Description: c.Description, City: c.City, State: c.State, Country: c.Country,
@@ -135,20 +135,11 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error 
 	if err := v.err(); err != nil {
 		return err
 	}
-	res, err := store.RecordCheckpoints(r.Context(), s.store.Pool, store.TrackingWrite{
-		OrganizationID: mustPrincipal(r).OrganizationID,
-		Checkpoints:    []store.Checkpoint{c},
-		InsertOnly:     true,
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return errNotFound("shipment")
-	case errors.Is(err, store.ErrConflict):
-		return errConflict("a checkpoint with this shipmentId, source and sourceEventId already exists")
-	case err != nil:
+	c, err := s.shipping.RecordCheckpoint(r.Context(), actorOf(r), c)
+	if err != nil {
 		return err
 	}
-	writeData(w, http.StatusCreated, toCheckpointJSON(res.Checkpoints[0]))
+	writeData(w, http.StatusCreated, toCheckpointJSON(c))
 	return nil
 }
 
@@ -192,7 +183,7 @@ func (s *Server) createCheckpointBatch(w http.ResponseWriter, r *http.Request) e
 	if err := v.err(); err != nil {
 		return err
 	}
-	cps := make([]store.Checkpoint, 0, len(items))
+	cps := make([]shipping.Checkpoint, 0, len(items))
 	for i, it := range items {
 		cps = append(cps, parseCheckpoint(&v, fmt.Sprintf("checkpoints[%d].", i), it))
 	}
@@ -200,50 +191,23 @@ func (s *Server) createCheckpointBatch(w http.ResponseWriter, r *http.Request) e
 		return err
 	}
 
-	res, err := store.RecordCheckpoints(r.Context(), s.store.Pool, store.TrackingWrite{
-		OrganizationID: mustPrincipal(r).OrganizationID,
-		Checkpoints:    cps,
-	})
-	var unknown *store.UnknownShipmentsError
-	switch {
-	case errors.As(err, &unknown):
-		return unknownShipmentsError(cps, unknown.IDs)
-	case err != nil:
+	recorded, err := s.shipping.RecordCheckpoints(r.Context(), actorOf(r), cps)
+	if err != nil {
 		return err
 	}
-	out := make([]checkpointSummaryJSON, 0, len(res.Checkpoints))
-	for _, c := range res.Checkpoints {
+	out := make([]checkpointSummaryJSON, 0, len(recorded))
+	for _, c := range recorded {
 		out = append(out, checkpointSummaryJSON{ID: c.ID, ShipmentID: c.ShipmentID, Sequence: c.Sequence, Status: c.Status, CheckpointTime: c.CheckpointTime})
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"data": out, "count": len(out)})
 	return nil
 }
 
-// unknownShipmentsError is the 400 of a batch naming shipments that are not
-// the organization's: one detail per shipment, at its first position.
-func unknownShipmentsError(cps []store.Checkpoint, ids []uuid.UUID) error {
-	unknown := make(map[uuid.UUID]bool, len(ids))
-	for _, id := range ids {
-		unknown[id] = true
-	}
-	details := make([]FieldError, 0, len(ids))
-	for i, c := range cps {
-		if unknown[c.ShipmentID] {
-			delete(unknown, c.ShipmentID)
-			details = append(details, FieldError{
-				Field:   fmt.Sprintf("checkpoints[%d].shipmentId", i),
-				Message: "shipment " + c.ShipmentID.String() + " is not a shipment of this organization",
-			})
-		}
-	}
-	return errValidation(details...)
-}
-
 // parseCheckpoint validates one checkpoint object; problems are added to v
 // with prefix before the field names.
-func parseCheckpoint(v *validator, prefix string, m map[string]json.RawMessage) store.Checkpoint {
+func parseCheckpoint(v *validator, prefix string, m map[string]json.RawMessage) shipping.Checkpoint {
 	f := checkpointFields{v: v, prefix: prefix, m: m}
-	var c store.Checkpoint
+	var c shipping.Checkpoint
 	if id := f.str("shipmentId", true, 100); id != nil {
 		u, err := uuid.Parse(*id)
 		if err != nil {
@@ -260,7 +224,7 @@ func parseCheckpoint(v *validator, prefix string, m map[string]json.RawMessage) 
 		}
 	}
 	if st := f.str("status", true, 50); st != nil {
-		if f.v.oneOf(prefix+"status", *st, store.CheckpointStatuses...) {
+		if f.v.oneOf(prefix+"status", *st, shipping.CheckpointStatuses...) {
 			c.Status = *st
 		}
 	}
@@ -422,14 +386,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	org := mustPrincipal(r).OrganizationID
-	if err := store.ShipmentOfOrganization(r.Context(), s.store.Pool, org, *shipmentID); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return errNotFound("shipment")
-		}
-		return err
-	}
-	list, total, err := store.ListCheckpoints(r.Context(), s.store.Pool, org, *shipmentID, page.Limit, page.Offset())
+	list, total, err := s.shipping.ListCheckpoints(r.Context(), actorOf(r), *shipmentID, page.Limit, page.Offset())
 	if err != nil {
 		return err
 	}
@@ -447,14 +404,14 @@ func (s *Server) trackingMap(w http.ResponseWriter, r *http.Request) error {
 	var details fieldErrors
 	page, err := parsePage(r, trackingMapDefaultLimit, trackingMapMaxLimit)
 	details.collect(err)
-	status, err := queryEnum(r, "status", store.CheckpointStatuses...)
+	status, err := queryEnum(r, "status", shipping.CheckpointStatuses...)
 	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridgeId")
 	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	list, total, err := store.TrackingMap(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, store.TrackingMapFilter{
+	list, total, err := s.shipping.TrackingMap(r.Context(), actorOf(r), shipping.TrackingMapInput{
 		Status: status, BridgeID: bridgeID, Limit: page.Limit, Offset: page.Offset(),
 	})
 	if err != nil {

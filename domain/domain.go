@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -241,4 +242,47 @@ func Upstream(code, message string, cause error) *Error {
 // Unavailable is a KindUnavailable error.
 func Unavailable(message string, cause error) *Error {
 	return &Error{Kind: KindUnavailable, Message: message, Err: cause}
+}
+
+// FieldErrors collects field errors so that one refusal names every
+// problem of an input.
+type FieldErrors []FieldError
+
+// Add names one offending field.
+func (f *FieldErrors) Add(field, message string) {
+	*f = append(*f, FieldError{Field: field, Message: message})
+}
+
+// MaxLen adds an error when s is longer than hi characters.
+func (f *FieldErrors) MaxLen(field, s string, hi int) {
+	if utf8.RuneCountInString(s) > hi {
+		f.Add(field, fmt.Sprintf("must be at most %d characters", hi))
+	}
+}
+
+// Has reports whether field, or a field under it (field.x, field[0]), is
+// named already.
+func (f FieldErrors) Has(field string) bool {
+	for _, e := range f {
+		if e.Field == field || strings.HasPrefix(e.Field, field+".") || strings.HasPrefix(e.Field, field+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// Err is Invalid naming the fields, or nil when there are none.
+func (f FieldErrors) Err() error {
+	if len(f) == 0 {
+		return nil
+	}
+	return Invalid(f...)
+}
+
+// WorkflowsUnavailable is the Unavailable error of a workflow start or
+// update Temporal did not take: the workflow engine is down, or did not
+// answer (then the run may exist, and whatever was written for it stays).
+func WorkflowsUnavailable(cause error) *Error {
+	return &Error{Kind: KindUnavailable, Code: "temporal_unavailable",
+		Message: "the workflow service (Temporal) is unavailable; try again later", Err: cause}
 }

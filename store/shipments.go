@@ -66,6 +66,12 @@ type Shipment struct {
 	LabelFormat      *string `db:"label_format"`
 	LabelContentType *string `db:"label_content_type"`
 	LabelPieces      *int    `db:"label_pieces"`
+	// PurchaseOwner is the workflow id of the run that buys the label when
+	// it is not the shipment's own ShipmentLabel (a batch); nil otherwise.
+	PurchaseOwner *string `db:"purchase_owner"`
+	// LabelRequestedAt is when the label was last asked of the carrier
+	// (MarkLabelRequested); nil: the carrier was never called.
+	LabelRequestedAt *time.Time `db:"label_requested_at"`
 }
 
 // HasLabel reports whether a label document is stored.
@@ -74,7 +80,7 @@ func (s Shipment) HasLabel() bool { return s.LabelFormat != nil }
 const shipmentCols = `s.id, s.organization_id, s.order_id, s.bridge_id, s.carrier_account_id, s.carrier, s.service,
  s.status, s.tracking_number, s.rate_amount::float8 AS rate_amount, s.rate_currency, s.ship_date, s.ship_from, s.ship_to,
  s.parcels, s.metadata, s.carrier_response, s.delivered_at, s.ship_from_lat, s.ship_from_lng, s.ship_to_lat, s.ship_to_lng,
- s.created_at, s.updated_at,
+ s.created_at, s.updated_at, s.purchase_owner, s.label_requested_at,
  l.format AS label_format, l.content_type AS label_content_type,
  CASE WHEN l.shipment_id IS NULL THEN NULL ELSE greatest(cardinality(l.piece_documents), 1) END AS label_pieces`
 
@@ -82,7 +88,8 @@ const shipmentFrom = ` FROM shipments s LEFT JOIN shipment_labels l ON l.shipmen
 
 // InsertPendingShipment inserts sh (ID, OrganizationID, order, account,
 // carrier, service, addresses and their coordinates, parcels, ship date and
-// metadata set by the caller) as pending, before its label is bought. The order must still be
+// metadata set by the caller, and PurchaseOwner for a purchase carried by
+// another run) as pending, before its label is bought. The order must still be
 // the organization's (ErrNotFound otherwise); its bridge is copied. When a
 // shipment with that id already exists (a client's retry of the same
 // request, see the API's Idempotency-Key), it is returned as it is and
@@ -97,15 +104,16 @@ func InsertPendingShipment(ctx context.Context, db DBTX, sh Shipment) (out Shipm
 	rows, _ := db.Query(ctx, `
 WITH s AS (
   INSERT INTO shipments (id, organization_id, order_id, bridge_id, carrier_account_id, carrier, service, status,
-                         ship_date, ship_from, ship_to, parcels, metadata, ship_from_lat, ship_from_lng, ship_to_lat, ship_to_lng)
-  SELECT $1, o.organization_id, o.id, o.bridge_id, $4, $5, $6, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15
+                         ship_date, ship_from, ship_to, parcels, metadata, ship_from_lat, ship_from_lng, ship_to_lat, ship_to_lng,
+                         purchase_owner)
+  SELECT $1, o.organization_id, o.id, o.bridge_id, $4, $5, $6, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
     FROM orders o WHERE o.organization_id = $2 AND o.id = $3
   ON CONFLICT (id) DO NOTHING
   RETURNING *
 )
 SELECT `+shipmentCols+` FROM s LEFT JOIN shipment_labels l ON false`,
 		sh.ID, sh.OrganizationID, sh.OrderID, sh.CarrierAccountID, sh.Carrier, sh.Service,
-		sh.ShipDate, sh.ShipFrom, sh.ShipTo, sh.Parcels, sh.Metadata, sh.ShipFromLat, sh.ShipFromLng, sh.ShipToLat, sh.ShipToLng)
+		sh.ShipDate, sh.ShipFrom, sh.ShipTo, sh.Parcels, sh.Metadata, sh.ShipFromLat, sh.ShipFromLng, sh.ShipToLat, sh.ShipToLng, sh.PurchaseOwner)
 	out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Shipment])
 	if err == nil {
 		return out, true, nil
@@ -116,6 +124,22 @@ SELECT `+shipmentCols+` FROM s LEFT JOIN shipment_labels l ON false`,
 	// Either the order is not the organization's, or the shipment exists.
 	out, err = ShipmentByID(ctx, db, sh.OrganizationID, sh.ID)
 	return out, false, err
+}
+
+// MarkLabelRequested notes that the label of a pending shipment is about
+// to be asked of the carrier (label_requested_at, migration 00030): from
+// then on the purchase's outcome is unknown until recorded. ErrNotFound:
+// the shipment is gone or no longer pending.
+func MarkLabelRequested(ctx context.Context, db DBTX, orgID, id uuid.UUID) error {
+	tag, err := db.Exec(ctx, `UPDATE shipments SET label_requested_at = now()
+ WHERE organization_id = $1 AND id = $2 AND status = 'pending'`, orgID, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 // DeletePendingShipment deletes a shipment that is still pending (its label
@@ -173,10 +197,21 @@ func stalePending(ctx context.Context, db DBTX, table string, cutoff time.Time, 
 	return out, mapErr(err)
 }
 
+// PendingShipmentRow is a shipment left pending, as the reconciler finds
+// it: Owner is the workflow id of the run that carries its purchase when
+// it is not its own ShipmentLabel (a batch), nil otherwise.
+type PendingShipmentRow struct {
+	WaitingRow
+	Owner *string `db:"owner"`
+}
+
 // StalePendingShipments lists shipments still pending (label not
 // recorded) created before cutoff, oldest first.
-func StalePendingShipments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
-	return stalePending(ctx, db, "shipments", cutoff, limit)
+func StalePendingShipments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]PendingShipmentRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at AS since, purchase_owner AS owner FROM shipments
+ WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[PendingShipmentRow])
+	return out, mapErr(err)
 }
 
 // ShipmentLabelDoc is a bought label: what the shipment row records and the

@@ -161,8 +161,8 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	sh3 := shpTestPending(t, s, orgID, orderID, accountID)
 	pend, err := store.StalePendingShipments(ctx, s.Pool, time.Now().Add(time.Minute), 100)
 	require.NoError(t, err)
-	require.Contains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: sh3.ID, Since: sh3.CreatedAt})
-	require.NotContains(t, pend, store.WaitingRow{OrganizationID: orgID, ID: sh.ID, Since: sh.CreatedAt})
+	require.Contains(t, pend, store.PendingShipmentRow{WaitingRow: store.WaitingRow{OrganizationID: orgID, ID: sh3.ID, Since: sh3.CreatedAt}})
+	require.NotContains(t, pend, store.PendingShipmentRow{WaitingRow: store.WaitingRow{OrganizationID: orgID, ID: sh.ID, Since: sh.CreatedAt}})
 	pend, err = store.StalePendingShipments(ctx, s.Pool, sh3.CreatedAt, 100)
 	require.NoError(t, err)
 	for _, p := range pend {
@@ -359,4 +359,45 @@ func TestStorePickups(t *testing.T) {
 	otherOrg, _, _ := shpTestFixture(t, s)
 	_, err = store.PickupByID(ctx, s.Pool, otherOrg, future.ID)
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// TestStoreShipmentPurchaseOwnerAndMark: a shipment a batch buys keeps its
+// purchase owner (listed with it when left pending), and the mark that the
+// carrier was asked is set only while pending.
+func TestStoreShipmentPurchaseOwnerAndMark(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	orgID, orderID, accountID := shpTestFixture(t, s)
+	owner := "operation/" + uuid.NewString()
+	sh, created, err := store.InsertPendingShipment(ctx, s.Pool, store.Shipment{
+		ID: uuid.New(), OrganizationID: orgID, OrderID: &orderID, CarrierAccountID: &accountID, Carrier: "carrier_a",
+		Service: "FEDEX_GROUND", PurchaseOwner: &owner,
+	})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.Equal(t, owner, *sh.PurchaseOwner)
+	require.Nil(t, sh.LabelRequestedAt, "never asked yet")
+	own := shpTestPending(t, s, orgID, orderID, accountID)
+	require.Nil(t, own.PurchaseOwner)
+
+	pend, err := store.StalePendingShipments(ctx, s.Pool, time.Now().Add(time.Minute), 100)
+	require.NoError(t, err)
+	owners := map[uuid.UUID]*string{}
+	for _, p := range pend {
+		owners[p.ID] = p.Owner
+	}
+	require.Contains(t, owners, sh.ID)
+	require.Equal(t, owner, *owners[sh.ID])
+	require.Contains(t, owners, own.ID)
+	require.Nil(t, owners[own.ID])
+
+	require.NoError(t, store.MarkLabelRequested(ctx, s.Pool, orgID, sh.ID))
+	got, err := store.ShipmentByID(ctx, s.Pool, orgID, sh.ID)
+	require.NoError(t, err)
+	require.NotNil(t, got.LabelRequestedAt)
+	otherOrg, _, _ := shpTestFixture(t, s)
+	require.ErrorIs(t, store.MarkLabelRequested(ctx, s.Pool, otherOrg, sh.ID), store.ErrNotFound, "another organization's")
+	_, err = store.FailPendingShipment(ctx, s.Pool, orgID, sh.ID, "unknown")
+	require.NoError(t, err)
+	require.ErrorIs(t, store.MarkLabelRequested(ctx, s.Pool, orgID, sh.ID), store.ErrNotFound, "no longer pending")
 }

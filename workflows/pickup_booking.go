@@ -8,6 +8,7 @@ import (
 
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/shipping"
 )
 
 // PickupBooking books a carrier pickup (CONTRACT 8b) the way ShipmentLabel
@@ -46,7 +47,7 @@ type PickupBookingInput struct {
 }
 
 // PickupUnknownMessage is the reason of a booking whose outcome is unknown.
-const PickupUnknownMessage = "the carrier did not answer; the pickup may or may not have been booked: check with the carrier before booking it again"
+const PickupUnknownMessage = shipping.PickupUnknownMessage
 
 // PickupBooking books, records (or cancels) a pickup.
 func PickupBooking(ctx workflow.Context, in PickupBookingInput) (PurchaseResult, error) {
@@ -57,7 +58,7 @@ func bookPickup(ctx workflow.Context, in PickupBookingInput) PurchaseResult {
 	var a *activities.ShipmentActivities
 	var booked activities.BookPickupResult
 	return purchase{
-		id: in.PickupID, words: purchaseWords{thing: "pickup", bought: "booked", undo: "cancel", undone: "cancelled"}, unknown: PickupUnknownMessage,
+		id: in.PickupID, words: shipping.PickupWords, unknown: PickupUnknownMessage,
 		buy: func(ctx workflow.Context) (string, []string, bool, error) {
 			err := spendOnce(ctx, a.BookPickup, activities.BookPickupInput{
 				OrganizationID: in.OrganizationID, PickupID: in.PickupID, CarrierAccountID: in.CarrierAccountID, Request: in.Request,

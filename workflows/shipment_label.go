@@ -9,6 +9,7 @@ import (
 
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/shipping"
 )
 
 // ShipmentLabel buys a shipment's label (CONTRACT 8b): the API inserts the
@@ -42,37 +43,18 @@ type ShipmentLabelInput struct {
 	Request          carriers.LabelRequest `json:"request"`
 }
 
-// Outcomes of a purchase (PurchaseResult.Outcome).
+// Outcomes of a purchase (PurchaseResult.Outcome): shipping's.
 const (
-	// PurchaseDone: bought (booked) and recorded.
-	PurchaseDone = "done"
-	// PurchaseRefused: nothing was bought: the carrier refused, could not
-	// be reached, or the record was gone before the call.
-	PurchaseRefused = "refused"
-	// PurchaseVoided: bought but not recorded; voided (cancelled) with the
-	// carrier.
-	PurchaseVoided = "voided"
-	// PurchaseUnknown: the carrier's answer was lost; something may have
-	// been bought. The record is kept with the reason.
-	PurchaseUnknown = "unknown"
+	PurchaseDone    = shipping.PurchaseDone
+	PurchaseRefused = shipping.PurchaseRefused
+	PurchaseVoided  = shipping.PurchaseVoided
+	PurchaseUnknown = shipping.PurchaseUnknown
 )
 
 // PurchaseResult is the outcome of ShipmentLabel and PickupBooking (the
 // result of their PurchaseUpdateResult update, and of the run; a run whose
 // outcome is not PurchaseDone fails with it as the error's details).
-type PurchaseResult struct {
-	// ID is the shipment's or pickup's id.
-	ID      string `json:"id"`
-	Outcome string `json:"outcome"`
-	// Reference is the label's tracking number or the pickup's confirmation
-	// number.
-	Reference string   `json:"reference,omitempty"`
-	Messages  []string `json:"messages,omitempty"`
-	// Message explains an outcome other than PurchaseDone.
-	Message string `json:"message,omitempty"`
-	// Failure is the carrier's failure, when it answered one.
-	Failure *activities.CarrierFailure `json:"failure,omitempty"`
-}
+type PurchaseResult = shipping.PurchaseResult
 
 // ErrTypePurchaseFailed is the error type of a ShipmentLabel or
 // PickupBooking run that did not buy (book) and record; its details are the
@@ -81,7 +63,7 @@ const ErrTypePurchaseFailed = "PurchaseFailed"
 
 // LabelUnknownMessage is the reason of a label purchase whose outcome is
 // unknown.
-const LabelUnknownMessage = "the carrier did not answer; the label may or may not have been bought: check with the carrier (the shipment id is the label's reference) before buying it again"
+const LabelUnknownMessage = shipping.LabelUnknownMessage
 
 // Activity options of the purchase workflows.
 var (
@@ -220,7 +202,7 @@ func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResul
 	var a *activities.ShipmentActivities
 	var bought activities.BuyShipmentLabelResult
 	return purchase{
-		id: in.ShipmentID, words: purchaseWords{thing: "label", bought: "bought", undo: "void", undone: "voided"}, unknown: LabelUnknownMessage,
+		id: in.ShipmentID, words: shipping.LabelWords, unknown: LabelUnknownMessage,
 		buy: func(ctx workflow.Context) (string, []string, bool, error) {
 			err := spendOnce(ctx, a.BuyShipmentLabel, activities.BuyShipmentLabelInput{
 				OrganizationID: in.OrganizationID, ShipmentID: in.ShipmentID, CarrierAccountID: in.CarrierAccountID, Request: in.Request,
@@ -254,23 +236,16 @@ func buyShipmentLabel(ctx workflow.Context, in ShipmentLabelInput) PurchaseResul
 	}.run(ctx)
 }
 
-// purchaseWords name what a purchase buys, in its messages.
-type purchaseWords struct {
-	thing  string // "label", "pickup"
-	bought string // "bought", "booked"
-	undo   string // "void", "cancel"
-	undone string // "voided", "cancelled"
-}
-
-// purchase is the course of a money-spending purchase (ShipmentLabel,
-// PickupBooking), its steps given as functions over activities: buy (one
-// carrier call, spendOnce), record (a local activity), undo (the
-// compensation of what was bought but not recorded), find (optional: look
-// up what an unanswered call bought) and end (the pending row of a
-// purchase that bought nothing, or whose outcome is unknown).
+// purchase is a money-spending purchase (ShipmentLabel, PickupBooking) as
+// a workflow runs it: its steps as functions over activities, run by the
+// one course of every purchase (shipping.Course): buy (one carrier call,
+// spendOnce), record (a local activity), undo (the compensation of what
+// was bought but not recorded), find (optional: look up what an
+// unanswered call bought) and end (the pending row of a purchase that
+// bought nothing, or whose outcome is unknown).
 type purchase struct {
 	id      string
-	words   purchaseWords
+	words   shipping.PurchaseWords
 	unknown string // the reason of an unknown outcome
 	buy     func(ctx workflow.Context) (ref string, msgs []string, alreadyRecorded bool, err error)
 	record  func(ctx workflow.Context) error
@@ -279,88 +254,28 @@ type purchase struct {
 	end     func(ctx workflow.Context, unknown bool, reason string) error
 }
 
-// run buys, then records or undoes, and says the outcome. What follows the
+// run runs the course with each step in its context. What follows the
 // carrier's answer runs even when the run is being cancelled (a
 // disconnected context): a bought label is recorded or voided.
 func (p purchase) run(ctx workflow.Context) PurchaseResult {
 	log := workflow.GetLogger(ctx)
-	w := p.words
-	out := PurchaseResult{ID: p.id}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	rctx := workflow.WithLocalActivityOptions(dctx, recordPurchaseOptions)
 	uctx := workflow.WithActivityOptions(dctx, compensateOptions)
-	end := func(unknown bool, reason string) {
-		if err := p.end(rctx, unknown, reason); err != nil {
-			log.Warn("could not end the pending "+w.thing+"; the reconciler will", "Id", p.id, "Error", err)
-		}
+	c := shipping.Course{
+		ID: p.id, Words: p.words, Unknown: p.unknown,
+		Buy:       func() (string, []string, bool, error) { return p.buy(ctx) },
+		Record:    func() error { return p.record(rctx) },
+		Undo:      func(ref string) error { return p.undo(uctx, ref) },
+		End:       func(unknown bool, reason string) error { return p.end(rctx, unknown, reason) },
+		ErrorType: errorType,
+		Failure:   carrierFailure,
+		Message:   func(err error) string { msg, _ := failureOf(err); return msg },
+		Warn:      log.Warn,
 	}
-
-	ref, msgs, already, err := p.buy(ctx)
-	switch typ := errorType(err); {
-	case err == nil && already:
-		out.Outcome, out.Reference = PurchaseDone, ref
-		return out
-	case err == nil:
-		out.Reference, out.Messages = ref, msgs
-		rerr := p.record(rctx)
-		if rerr == nil {
-			out.Outcome = PurchaseDone
-			return out
-		}
-		// Bought but not recorded: undo it, so it is not billed.
-		msg, _ := failureOf(rerr)
-		log.Warn(w.thing+" "+w.bought+" but not recorded; undoing it", "Id", p.id, "Reference", ref, "Error", msg)
-		if uerr := p.undo(uctx, ref); uerr != nil {
-			umsg, _ := failureOf(uerr)
-			out.Outcome = PurchaseUnknown
-			out.Message = "the " + w.thing + " " + ref + " was " + w.bought + " but could not be recorded (" + msg + ") nor " + w.undone +
-				" (" + umsg + "): " + w.undo + " it with the carrier"
-			end(true, out.Message)
-			return out
-		}
-		out.Outcome = PurchaseVoided
-		out.Message = "the " + w.thing + " could not be recorded (" + msg + "); it was " + w.undone + " with the carrier"
-		end(false, "")
-		return out
-	case typ == activities.ErrTypePurchaseGone:
-		out.Outcome, out.Message = PurchaseRefused, failureMessage(err)
-		return out
-	case typ == activities.ErrTypeCarrierRefused, typ == activities.ErrTypeCarrierNotSent, typ == activities.ErrTypeInvalidInput:
-		// Nothing was bought.
-		out.Outcome, out.Message, out.Failure = PurchaseRefused, failureMessage(err), carrierFailure(err)
-		end(false, "")
-		return out
-	}
-	// The outcome is unknown: a timeout after sending, a 5xx, a worker that
-	// died during the call. Never repeated; looked up where the carrier can
-	// (only what is found is conclusive: it is undone).
-	out.Failure = carrierFailure(err)
 	if p.find != nil {
-		if found, ok := p.find(workflow.WithActivityOptions(dctx, lookupOptions)); ok {
-			out.Reference = found
-			if p.undo(uctx, found) == nil {
-				out.Outcome = PurchaseVoided
-				out.Message = "the carrier did not answer; the " + w.thing + " it " + w.bought + " (" + found + ") was " + w.undone + ": nothing is billed, try again"
-				end(false, "")
-				return out
-			}
-		}
+		c.Find = func() (string, bool) { return p.find(workflow.WithActivityOptions(dctx, lookupOptions)) }
 	}
-	out.Outcome, out.Message = PurchaseUnknown, p.unknown
-	if out.Failure != nil {
-		out.Message += " (" + out.Failure.Message + ")"
-	}
-	log.Warn(w.thing+" outcome unknown", "Id", p.id, "Message", out.Message)
-	end(true, out.Message)
-	return out
-}
-
-// failureMessage is an activity failure's message for people.
-func failureMessage(err error) string {
-	if f := carrierFailure(err); f != nil && f.Message != "" {
-		return f.Message
-	}
-	msg, _ := failureOf(err)
-	return msg
+	return c.Run()
 }
