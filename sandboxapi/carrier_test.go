@@ -112,6 +112,25 @@ func TestCarrierIssuedTimeline(t *testing.T) {
 	assert.Equal(t, evDelivered, at(72*time.Hour))
 }
 
+// A label bought after its ship date's 18:00 pickup is collected on the next
+// business day's run: it can still be voided, and its timeline starts then.
+func TestCarrierLateLabelIsCollectedNextBusinessDay(t *testing.T) {
+	now := time.Date(2026, 3, 13, 18, 30, 0, 0, time.UTC) // a Friday, after the pickup
+	s := newCarrierSandbox(func() time.Time { return now })
+	sh := &sbShipment{carrier: "carrier_a", number: "771234567891", from: sbPlace{"ATLANTA", "GA", "30303", "US"},
+		to: sbPlace{"SEATTLE", "WA", "98101", "US"}, shipDate: time.Date(2026, 3, 13, 0, 0, 0, 0, time.UTC),
+		created: now, transit: 2, issued: true}
+	assert.Equal(t, time.Date(2026, 3, 16, 18, 0, 0, 0, time.UTC), sh.pickupAt(), "Monday's pickup")
+	assert.Equal(t, time.Date(2026, 3, 18, 0, 0, 0, 0, time.UTC), sh.deliveryDate())
+	assert.Equal(t, evLabel, lastKind(sh.timeline(now.Add(time.Hour), sbCarriers["carrier_a"].hub)))
+	s.labels["carrier_a|"+sh.number] = sh
+	assert.Equal(t, "ok", s.voidLabel("carrier_a", sh.number))
+	// Bought in the morning, it goes the same day.
+	early := *sh
+	early.created = time.Date(2026, 3, 13, 9, 0, 0, 0, time.UTC)
+	assert.Equal(t, time.Date(2026, 3, 13, 18, 0, 0, 0, time.UTC), early.pickupAt())
+}
+
 func TestCarrierUPSTrackingNumbers(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		n := ubTrackingNumber("A1B2C3", "03", strconv.Itoa(i))

@@ -734,9 +734,23 @@ type sbEvent struct {
 	place sbPlace
 }
 
-func (sh sbShipment) pickupAt() time.Time { return sh.shipDate.Add(18 * time.Hour) }
+// dispatchDate is the day the carrier collects the shipment: its ship date,
+// or, for a label issued within an hour of (or after) that day's 18:00 UTC
+// pickup, the next business day's, as a real carrier takes a late label on
+// its next run. A label is never "tendered" the moment it is bought.
+func (sh sbShipment) dispatchDate() time.Time {
+	d := sh.shipDate
+	if sh.issued {
+		for i := 0; i < 30 && !sh.created.Before(d.Add(17*time.Hour)); i++ {
+			d = addBusinessDays(d, 1)
+		}
+	}
+	return d
+}
 
-func (sh sbShipment) deliveryDate() time.Time { return addBusinessDays(sh.shipDate, sh.transit) }
+func (sh sbShipment) pickupAt() time.Time { return sh.dispatchDate().Add(18 * time.Hour) }
+
+func (sh sbShipment) deliveryDate() time.Time { return addBusinessDays(sh.dispatchDate(), sh.transit) }
 
 func (sh sbShipment) seed() []byte {
 	sum := sha256.Sum256([]byte(sh.carrier + "|" + sh.number))

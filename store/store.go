@@ -91,14 +91,17 @@ func (s *Store) InTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 
 // Migrator returns a goose provider over the embedded migrations, guarded by
 // a PostgreSQL session advisory lock so that two processes starting at once
-// do not race.
+// do not race. Migrations are applied out of order when a database already
+// has a newer one: features land from parallel branches, each with its own
+// number range, and a development database that applied a later range must
+// still take an earlier one that lands after it.
 func Migrator(pool *pgxpool.Pool) (*goose.Provider, func() error, error) {
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
 		return nil, nil, err
 	}
 	db := stdlib.OpenDBFromPool(pool)
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker), goose.WithAllowOutofOrder(true))
 	if err != nil {
 		_ = db.Close()
 		return nil, nil, err
