@@ -133,9 +133,11 @@ func serveChild(cfgJSON string) int {
 		}
 		retire := cpuSeconds() > cfg.CPUSeconds/2
 		answer := func(res []byte, err error) error {
-			// After a run that ran out of memory the process goes: its
-			// heap and address space are the next run's to inherit.
-			retire = retire || IsKind(err, KindMemory)
+			// After a run stopped for its heap the process goes: its heap
+			// and address space are the next run's to inherit. (A guard's
+			// refusal allocated nothing.)
+			var e *Error
+			retire = retire || (errors.As(err, &e) && e.Message == errHeap.Message)
 			var flags byte
 			if retire {
 				flags = flagRetire
@@ -155,6 +157,7 @@ func serveChild(cfgJSON string) int {
 				if err = answer(res, rerr); err != nil {
 					break
 				}
+				collectIfLarge(cfg.MemoryBytes)
 			}
 		}
 		if err != nil {
@@ -167,9 +170,11 @@ func serveChild(cfgJSON string) int {
 	}
 }
 
-// limitChild caps the child's address space and CPU time, and sets its
-// Go memory limit below the cap so the collector works before an
-// allocation fails (the address space of a Go process never shrinks).
+// limitChild caps the child's address space and CPU time. There is no Go
+// memory limit: near one the collector runs without pause and a runaway
+// script crawls to its deadline instead of failing at once; instead the
+// child collects after a run that left a large heap (collectIfLarge), and
+// retires after a run that ran out of memory.
 func limitChild(cfg childConfig) error {
 	if cfg.MemoryBytes > 0 {
 		base := vmSize()
@@ -177,7 +182,6 @@ func limitChild(cfg childConfig) error {
 		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: lim, Max: lim}); err != nil {
 			return fmt.Errorf("RLIMIT_AS: %w", err)
 		}
-		debug.SetMemoryLimit(cfg.MemoryBytes * 3 / 4)
 	}
 	if cfg.CPUSeconds > 0 {
 		lim := uint64(cfg.CPUSeconds)
@@ -186,6 +190,14 @@ func limitChild(cfg childConfig) error {
 		}
 	}
 	return nil
+}
+
+// collectIfLarge returns a large heap (over a quarter of the budget) to
+// the collector, so that the next run starts with its whole budget.
+func collectIfLarge(budget int64) {
+	if budget > 0 && heapBytes() > budget/4 {
+		debug.FreeOSMemory()
+	}
 }
 
 // vmSize is this process's address space in bytes (/proc/self/status).

@@ -338,6 +338,30 @@ func (p *Pool) put(pr *proc, healthy bool) {
 	pr.kill(killDeadline)
 	_ = pr.cmd.Wait()
 	p.killed.Add(1)
+	go p.prestart()
+}
+
+// prestart starts a process ahead of need (after one was replaced), so
+// the next run does not wait for a start.
+func (p *Pool) prestart() {
+	p.mu.Lock()
+	enough := p.closed || len(p.idle) >= p.free
+	p.mu.Unlock()
+	if enough {
+		return
+	}
+	pr, err := p.start()
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	if !p.closed && len(p.idle) < p.cfg.Processes {
+		p.idle = append(p.idle, pr)
+		p.mu.Unlock()
+		return
+	}
+	p.mu.Unlock()
+	pr.stop()
 }
 
 // result is one record's outcome.
