@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -291,6 +292,7 @@ func (s *Server) updateBridge(w http.ResponseWriter, r *http.Request) error {
 			if err != nil {
 				return err
 			}
+			old := maps.Clone(full)
 			for k, val := range update {
 				if val == nil {
 					delete(full, k)
@@ -304,6 +306,7 @@ func (s *Server) updateBridge(w http.ResponseWriter, r *http.Request) error {
 				}
 			}
 			s.checkConnectorConfig(&v, b.Type, full)
+			credentialsFollowEndpoint(&v, b.Type, old, update)
 			if v.ok() {
 				patch.Config, patch.Credentials, err = store.SplitBridgeConfig(s.secrets, store.BridgeCredentialsAD(b.OrganizationID, b.ID), b.Type, full)
 				if err != nil {

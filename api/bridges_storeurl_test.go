@@ -42,7 +42,8 @@ func TestBridgeStoreURLGuard(t *testing.T) {
 	res = e.do(owner.caller, "PATCH", "/api/v1/bridges/"+id, map[string]any{"config": map[string]any{"storeUrl": "http://127.0.0.1:2375"}})
 	requireError(t, res, 400, "validation_error")
 	require.Equal(t, []string{"config.storeUrl"}, bridgeErrFields(t, res))
-	res = e.do(owner.caller, "PATCH", "/api/v1/bridges/"+id, map[string]any{"config": map[string]any{"store_url": "https://new.example.com"}})
+	res = e.do(owner.caller, "PATCH", "/api/v1/bridges/"+id, map[string]any{"config": map[string]any{"store_url": "https://new.example.com",
+		"consumerKey": "ck2", "consumerSecret": "cs2"}})
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
 
 	// FOS_ALLOW_PRIVATE_URLS=1 (the fos dev default): private addresses are

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/transforms"
@@ -123,9 +125,13 @@ func (s *Server) transformationCode(f bodyFields, required bool) *string {
 }
 
 // checkCode answers 400 invalid_javascript when code does not compile,
-// its top level fails, or it defines no transform function (CONTRACT 8a).
-func (s *Server) checkCode(ctx context.Context, code string) error {
-	err := s.sandbox.Check(ctx, code)
+// its top level fails, it defines no transform function (CONTRACT 8a), or
+// its transform runs out of time or memory over a sample order (an
+// exception on the sample is not a reason: the sample is not the
+// tenant's data). It runs in the organization's share of the sandbox
+// processes.
+func (s *Server) checkCode(ctx context.Context, orgID uuid.UUID, code string) error {
+	err := s.sandbox.CheckFor(ctx, orgID.String(), code, sandbox.SampleOrder())
 	switch {
 	case err == nil:
 		return nil
@@ -213,7 +219,7 @@ func (s *Server) createTransformation(w http.ResponseWriter, r *http.Request) er
 	if err := v.err(); err != nil {
 		return err
 	}
-	if err := s.checkCode(r.Context(), *code); err != nil {
+	if err := s.checkCode(r.Context(), orgID, *code); err != nil {
 		return err
 	}
 	t.Code = *code
@@ -283,7 +289,7 @@ func (s *Server) updateTransformation(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	if p.Code != nil {
-		if err := s.checkCode(r.Context(), *p.Code); err != nil {
+		if err := s.checkCode(r.Context(), orgID, *p.Code); err != nil {
 			return err
 		}
 	}
@@ -305,6 +311,20 @@ func (s *Server) deleteTransformation(w http.ResponseWriter, r *http.Request) er
 	}
 	writeSuccess(w)
 	return nil
+}
+
+// transformationTestRate bounds the test runs of one organization: each
+// may hold a sandbox process up to its deadline.
+var transformationTestRate = config.Rate{Events: 60, Per: time.Minute}
+
+var transformationTestLimiters sync.Map // *Server -> *limiterSet
+
+func (s *Server) transformationTestLimit(orgID uuid.UUID) error {
+	v, ok := transformationTestLimiters.Load(s)
+	if !ok {
+		v, _ = transformationTestLimiters.LoadOrStore(s, newLimiterSet("transformation test runs for this organization", transformationTestRate))
+	}
+	return v.(*limiterSet).check(orgID.String())
 }
 
 // transformationTestResult is the answer of both test endpoints:
@@ -334,8 +354,12 @@ func (s *Server) sampleData(f bodyFields) []byte {
 // script is 200 {success: false, error}; code that does not compile is 400
 // invalid_javascript.
 func (s *Server) runTest(w http.ResponseWriter, r *http.Request, code string, sample []byte) error {
+	orgID := mustPrincipal(r).OrganizationID
+	if err := s.transformationTestLimit(orgID); err != nil {
+		return err
+	}
 	start := time.Now()
-	out, err := s.sandbox.Run(r.Context(), code, sample)
+	out, err := s.sandbox.RunFor(r.Context(), orgID.String(), code, sample)
 	res := transformationTestResult{DurationMS: transforms.Millis(time.Since(start))}
 	switch {
 	case err == nil:

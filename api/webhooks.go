@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
 )
@@ -93,42 +94,43 @@ func (s *Server) webhookURL(bridgeID uuid.UUID) string {
 	return strings.TrimRight(s.baseURL, "/") + "/api/v1/webhooks/" + bridgeID.String()
 }
 
-// webhookVerifier is what verifying a bridge's proofs takes: read once per
-// bridge and cached, since the bridge lookup and the unseal of its
-// credentials are the costly part of a delivery.
+// webhookVerifier is what verifying a bridge's proofs takes. Opening the
+// sealed credentials is the costly part of a delivery, so the opened
+// secret is kept per bridge together with the sealed bytes it came from;
+// every delivery reads the bridge row (one primary-key read) and reuses
+// the secret only while those bytes are unchanged. A rotated secret, in
+// any process, is therefore in force for the very next delivery, with no
+// invalidation message to lose.
 type webhookVerifier struct {
 	orgID      uuid.UUID
 	bridgeType string
 	status     string
 	secret     string
 	token      string
-	loaded     time.Time
+	sealed     []byte
 }
-
-// webhookVerifierTTL bounds how long a cached secret is trusted: a rotated
-// secret is read at once when a proof fails, but the old one keeps working
-// this long. The bridge's status is not taken from the cache: the insert
-// itself checks that the bridge is active.
-const webhookVerifierTTL = 30 * time.Second
 
 // maxWebhookVerifiers bounds the cache (it is dropped whole when full).
 const maxWebhookVerifiers = 10000
 
-// webhookVerifiers caches webhookVerifier by bridge id. The zero value is
-// ready to use.
+// webhookMissingTTL is how long an id that names no bridge is answered
+// 404 without a database read (ids are random: a new bridge never has an
+// id that was probed before).
+const webhookMissingTTL = time.Minute
+
+// webhookVerifiers caches webhookVerifier by bridge id, and the ids that
+// named no bridge. The zero value is ready to use.
 type webhookVerifiers struct {
-	mu sync.RWMutex
-	m  map[uuid.UUID]webhookVerifier
+	mu      sync.RWMutex
+	m       map[uuid.UUID]webhookVerifier
+	missing map[uuid.UUID]time.Time
 }
 
 func (c *webhookVerifiers) get(id uuid.UUID) (webhookVerifier, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	v, ok := c.m[id]
-	if !ok || time.Since(v.loaded) > webhookVerifierTTL {
-		return webhookVerifier{}, false
-	}
-	return v, true
+	return v, ok
 }
 
 func (c *webhookVerifiers) put(id uuid.UUID, v webhookVerifier) {
@@ -146,6 +148,23 @@ func (c *webhookVerifiers) drop(id uuid.UUID) {
 	delete(c.m, id)
 }
 
+// isMissing reports whether id was found to name no bridge lately.
+func (c *webhookVerifiers) isMissing(id uuid.UUID) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	at, ok := c.missing[id]
+	return ok && time.Since(at) < webhookMissingTTL
+}
+
+func (c *webhookVerifiers) markMissing(id uuid.UUID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.missing == nil || len(c.missing) >= maxWebhookVerifiers {
+		c.missing = map[uuid.UUID]time.Time{}
+	}
+	c.missing[id] = time.Now()
+}
+
 // hookVerifiers is per Server (keyed by the Server, so test routers with
 // their own databases do not share entries).
 var hookVerifiers sync.Map // *Server -> *webhookVerifiers
@@ -155,16 +174,26 @@ func (s *Server) webhookVerifiers() *webhookVerifiers {
 	return v.(*webhookVerifiers)
 }
 
-// loadWebhookVerifier reads the bridge and opens its secret.
-func (s *Server) loadWebhookVerifier(r *http.Request, id uuid.UUID) (webhookVerifier, error) {
+// webhookVerifierFor reads the bridge and opens its secret, unless the
+// secret opened last time came from the same sealed credentials.
+func (s *Server) webhookVerifierFor(r *http.Request, id uuid.UUID) (webhookVerifier, error) {
+	cache := s.webhookVerifiers()
+	if cache.isMissing(id) {
+		return webhookVerifier{}, errNotFound("bridge")
+	}
 	b, err := store.BridgeByIDAnyOrganization(r.Context(), s.store.Pool, id)
 	if errors.Is(err, store.ErrNotFound) {
+		cache.markMissing(id)
 		return webhookVerifier{}, errNotFound("bridge")
 	}
 	if err != nil {
 		return webhookVerifier{}, err
 	}
-	v := webhookVerifier{orgID: b.OrganizationID, bridgeType: b.Type, status: b.Status, loaded: time.Now()}
+	if v, ok := cache.get(id); ok && v.orgID == b.OrganizationID && bytes.Equal(v.sealed, b.Credentials) {
+		v.status = b.Status
+		return v, nil
+	}
+	v := webhookVerifier{orgID: b.OrganizationID, bridgeType: b.Type, status: b.Status, sealed: b.Credentials}
 	if len(b.Credentials) > 0 {
 		full, err := store.BridgeFullConfig(s.secrets, b)
 		if err != nil {
@@ -175,32 +204,63 @@ func (s *Server) loadWebhookVerifier(r *http.Request, id uuid.UUID) (webhookVeri
 			v.token = WebhookToken(sec, id)
 		}
 	}
-	s.webhookVerifiers().put(id, v)
+	cache.put(id, v)
 	return v, nil
 }
 
-// verify reports whether the request carries one valid proof.
-func (v webhookVerifier) verify(r *http.Request, body []byte) bool {
+// verify reports whether the request carries one valid proof, and
+// whether that proof is the platform's signature of the body alone (then
+// nothing else of the request is vouched for: its headers may be a
+// replayer's).
+func (v webhookVerifier) verify(r *http.Request, body []byte) (ok, bodyOnly bool) {
 	if v.secret == "" {
-		return false
+		return false, false
 	}
-	ok := false
+	if got := r.Header.Get(HookSecretHeader); got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(v.secret)) == 1 {
+		return true, false
+	}
+	if got := r.URL.Query().Get(webhookTokenParam); got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(v.token)) == 1 {
+		return true, false
+	}
 	if h := platformHMACHeader[v.bridgeType]; h != "" {
 		if got := strings.TrimSpace(r.Header.Get(h)); got != "" {
 			if sig, err := base64.StdEncoding.DecodeString(got); err == nil {
 				m := hmac.New(sha256.New, []byte(v.secret))
 				m.Write(body)
-				ok = ok || hmac.Equal(sig, m.Sum(nil))
+				if hmac.Equal(sig, m.Sum(nil)) {
+					return true, true
+				}
 			}
 		}
 	}
-	if got := r.Header.Get(HookSecretHeader); got != "" {
-		ok = ok || subtle.ConstantTimeCompare([]byte(got), []byte(v.secret)) == 1
+	return false, false
+}
+
+// Inbound webhook rate limits, checked before any database work: per
+// client IP (platforms deliver for many tenants from few addresses, so
+// it is generous) and per bridge.
+var (
+	webhookIPRate     = config.Rate{Events: 6000, Per: time.Minute}
+	webhookBridgeRate = config.Rate{Events: 1200, Per: time.Minute}
+)
+
+type webhookLimiters struct{ ip, bridge *limiterSet }
+
+var hookLimiters sync.Map // *Server -> *webhookLimiters
+
+func (s *Server) webhookLimit(r *http.Request, id uuid.UUID) error {
+	v, ok := hookLimiters.Load(s)
+	if !ok {
+		v, _ = hookLimiters.LoadOrStore(s, &webhookLimiters{
+			ip:     newLimiterSet("webhook deliveries from this address", webhookIPRate),
+			bridge: newLimiterSet("webhook deliveries to this bridge", webhookBridgeRate),
+		})
 	}
-	if got := r.URL.Query().Get(webhookTokenParam); got != "" {
-		ok = ok || subtle.ConstantTimeCompare([]byte(got), []byte(v.token)) == 1
+	l := v.(*webhookLimiters)
+	if err := l.ip.check(s.clientIP(r)); err != nil {
+		return err
 	}
-	return ok
+	return l.bridge.check(id.String())
 }
 
 func errInvalidSignature() *Error {
@@ -220,6 +280,9 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return errNotFound("bridge")
 	}
+	if err := s.webhookLimit(r, id); err != nil {
+		return err
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxWebhookBody+1))
 	if err != nil {
 		return errInvalidPayload("the request body could not be read")
@@ -228,34 +291,16 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 		return errInvalidPayload("the payload exceeds 1 MiB")
 	}
 
-	v, cached := s.webhookVerifiers().get(id)
-	if !cached {
-		if v, err = s.loadWebhookVerifier(r, id); err != nil {
-			return err
-		}
-	}
-	if v.status != store.BridgeActive && cached {
-		if v, err = s.loadWebhookVerifier(r, id); err != nil {
-			return err
-		}
+	v, err := s.webhookVerifierFor(r, id)
+	if err != nil {
+		return err
 	}
 	if v.status != store.BridgeActive {
 		return errNotFound("bridge")
 	}
-	if !v.verify(r, body) {
-		if !cached {
-			return errInvalidSignature()
-		}
-		// The secret may have changed since it was cached.
-		if v, err = s.loadWebhookVerifier(r, id); err != nil {
-			return err
-		}
-		if v.status != store.BridgeActive {
-			return errNotFound("bridge")
-		}
-		if !v.verify(r, body) {
-			return errInvalidSignature()
-		}
+	ok, bodyOnly := v.verify(r, body)
+	if !ok {
+		return errInvalidSignature()
 	}
 
 	trimmed := bytes.TrimSpace(body)
@@ -271,10 +316,11 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 	dec.UseNumber() // platform ids exceed float64's exact integers
 	_ = dec.Decode(&hints)
 
+	topic := webhookTopic(r, hints.Topic, hints.ResourceType)
 	ev := store.WebhookEvent{
 		ID: uuid.New(), OrganizationID: v.orgID, BridgeID: id,
-		Topic:     webhookTopic(r, hints.Topic, hints.ResourceType),
-		DedupeKey: webhookDedupeKey(r, v.bridgeType, hints.ID, body),
+		Topic:     topic,
+		DedupeKey: webhookDedupeKey(r, v.bridgeType, topic, hints.ID, body, bodyOnly),
 		Payload:   trimmed,
 		Headers:   webhookHeaders(r),
 	}
@@ -358,8 +404,19 @@ func webhookTopic(r *http.Request, topic, resourceType any) string {
 // webhookDedupeKey: the platform's event id (storefront_a's event-id
 // header, the same across redeliveries), else X-Webhook-Id, else the
 // payload's id, else a hash of the raw body (CONTRACT 6). Each kind is
-// prefixed so that keys of different kinds never collide.
-func webhookDedupeKey(r *http.Request, bridgeType string, payloadID any, body []byte) string {
+// prefixed so that keys of different kinds never collide. When the proof
+// was the platform's signature of the body alone (bodyOnly), the event-id
+// headers are not signed: a captured delivery replayed with new ones must
+// not be processed again, so the key is the hash of the verified body
+// (and the topic: a platform may send the same body under two topics).
+func webhookDedupeKey(r *http.Request, bridgeType, topic string, payloadID any, body []byte, bodyOnly bool) string {
+	if bodyOnly {
+		h := sha256.New()
+		h.Write([]byte(topic + "\n"))
+		h.Write(body)
+		return "signed:" + hex.EncodeToString(h.Sum(nil))
+	}
+	sum := sha256.Sum256(body)
 	if bridgeType == platforms.TypeStorefrontA {
 		if v := strings.TrimSpace(r.Header.Get(StorefrontAEventID)); v != "" {
 			return "event:" + truncate(v, 200)
@@ -371,7 +428,6 @@ func webhookDedupeKey(r *http.Request, bridgeType string, payloadID any, body []
 	if v := scalarString(payloadID); v != "" {
 		return "id:" + truncate(v, 200)
 	}
-	sum := sha256.Sum256(body)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 

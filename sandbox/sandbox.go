@@ -50,6 +50,7 @@ import (
 	"container/list"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -86,9 +87,17 @@ type Limits struct {
 	// 1,000,000 elements).
 	MaxStringLength int
 	MaxArrayLength  int
-	// MaxConcurrent runs execute at once (default 2 × GOMAXPROCS); the
-	// others wait for a slot within their deadline.
+	// MaxConcurrent runs execute at once in one process (default 2 ×
+	// GOMAXPROCS); the others wait for a slot within their deadline. With
+	// a Pool, the pool's size and per-tenant share bound the runs instead.
 	MaxConcurrent int
+	// Unguarded turns the in-runtime guards of built-ins off. Only for
+	// tests that prove the process limits hold on their own.
+	Unguarded bool `json:",omitempty"`
+
+	// child: this is the engine of a sandbox process (no pool, and a
+	// built-in that outlives its deadline is left to the parent's kill).
+	child bool
 }
 
 // Defaults for Limits.
@@ -162,9 +171,14 @@ func IsKind(err error, kind string) bool {
 }
 
 // Sandbox compiles and runs transformations. Safe for concurrent use.
+// With a Pool (the default when ServeIfChild was called in this binary)
+// each run goes to a sandbox process of the pool; otherwise it runs in
+// this process.
 type Sandbox struct {
 	limits Limits
 	slots  chan struct{}
+	pool   *Pool
+	wire   []byte // limits, as sent to the pool's processes
 
 	mu    sync.Mutex
 	cache map[[32]byte]*list.Element
@@ -185,14 +199,32 @@ const regexMatchTimeout = 250 * time.Millisecond
 
 func init() { regexp2.DefaultMatchTimeout = regexMatchTimeout }
 
-// New returns a sandbox with the limits (zero fields: defaults).
+// New returns a sandbox with the limits (zero fields: defaults) over
+// DefaultPool (in-process when there is none).
 func New(l Limits) *Sandbox {
+	if l.child {
+		return NewWithPool(l, nil)
+	}
+	return NewWithPool(l, DefaultPool())
+}
+
+// NewWithPool returns a sandbox whose runs go to the pool's processes
+// (p nil: in this process).
+func NewWithPool(l Limits, p *Pool) *Sandbox {
 	l = l.withDefaults()
-	return &Sandbox{limits: l, slots: make(chan struct{}, l.MaxConcurrent), cache: map[[32]byte]*list.Element{}, lru: list.New()}
+	s := &Sandbox{limits: l, slots: make(chan struct{}, l.MaxConcurrent), cache: map[[32]byte]*list.Element{}, lru: list.New()}
+	if p != nil && !l.child {
+		s.pool = p
+		s.wire, _ = json.Marshal(l)
+	}
+	return s
 }
 
 // Limits returns the limits in force.
 func (s *Sandbox) Limits() Limits { return s.limits }
+
+// Isolated reports whether runs go to sandbox processes.
+func (s *Sandbox) Isolated() bool { return s.pool != nil }
 
 // compile returns the program of code, compiled once per code version.
 func (s *Sandbox) compile(code string) (*goja.Program, error) {
@@ -255,6 +287,43 @@ func compileCode(code string) (*goja.Program, error) {
 // the limits, and it defines a transform function. A failure is a
 // *Error of KindSyntax (with the line when the compiler gave one).
 func (s *Sandbox) Check(ctx context.Context, code string) error {
+	return s.CheckFor(ctx, "", code, nil)
+}
+
+// CheckFor is Check for a tenant (its share of the pool) that also runs
+// transform over sample (a JSON object; nil: none): a run over the sample
+// that passes the deadline or the memory or output limits refuses the
+// code; an exception does not (the sample is not the tenant's data).
+func (s *Sandbox) CheckFor(ctx context.Context, tenant, code string, sample []byte) error {
+	if len(code) > s.limits.MaxCodeBytes {
+		return &Error{Kind: KindSyntax, Message: fmt.Sprintf("code exceeds %d bytes", s.limits.MaxCodeBytes)}
+	}
+	if sample != nil {
+		if err := s.checkInput(sample); err != nil {
+			return err
+		}
+	}
+	if s.pool == nil {
+		return s.checkLocal(ctx, code, sample)
+	}
+	var inputs [][]byte
+	if sample != nil {
+		inputs = [][]byte{sample}
+	}
+	res := make([]result, 1)
+	s.pool.do(ctx, tenant, opCheck, s.wire, 2*s.limits.Timeout, code, inputs, res)
+	err := res[0].err
+	var e *Error
+	if errors.As(err, &e) && e.Kind != KindCanceled && e.Kind != KindSyntax {
+		c := *e
+		c.Kind, c.Message = KindSyntax, "the code failed its check: "+e.Message
+		return &c
+	}
+	return err
+}
+
+// checkLocal is the check in this process.
+func (s *Sandbox) checkLocal(ctx context.Context, code string, sample []byte) error {
 	prog, err := s.compile(code)
 	if err != nil {
 		return err
@@ -266,15 +335,77 @@ func (s *Sandbox) Check(ctx context.Context, code string) error {
 		c.Kind, c.Message = KindSyntax, "the code's top level failed: "+e.Message
 		return &c
 	}
-	return err
+	if err != nil || sample == nil {
+		return err
+	}
+	_, err = s.exec(ctx, prog, sample)
+	if errors.As(err, &e) && (e.Kind == KindTimeout || e.Kind == KindMemory || e.Kind == KindOutputTooLarge) {
+		c := *e
+		c.Kind, c.Message = KindSyntax, "the code failed on a sample order: "+e.Message
+		return &c
+	}
+	if errors.As(err, &e) && e.Kind == KindCanceled {
+		return err
+	}
+	return nil
 }
 
 // Run calls the code's transform with a copy of input (a JSON object) and
 // returns the result as JSON. A failure is a *Error.
 func (s *Sandbox) Run(ctx context.Context, code string, input []byte) ([]byte, error) {
-	if err := s.checkInput(input); err != nil {
-		return nil, err
+	return s.RunFor(ctx, "", code, input)
+}
+
+// RunFor is Run within tenant's share of the pool.
+func (s *Sandbox) RunFor(ctx context.Context, tenant, code string, input []byte) ([]byte, error) {
+	res := s.RunBatch(ctx, tenant, code, [][]byte{input})
+	return res[0].Out, res[0].Err
+}
+
+// BatchResult is one input's outcome in RunBatch.
+type BatchResult struct {
+	Out []byte
+	Err error
+}
+
+// RunBatch runs the code over each input (one request to a sandbox
+// process for the lot; each input has the full deadline). Results are in
+// the inputs' order.
+func (s *Sandbox) RunBatch(ctx context.Context, tenant, code string, inputs [][]byte) []BatchResult {
+	out := make([]BatchResult, len(inputs))
+	if len(code) > s.limits.MaxCodeBytes {
+		for i := range out {
+			out[i].Err = &Error{Kind: KindSyntax, Message: fmt.Sprintf("code exceeds %d bytes", s.limits.MaxCodeBytes)}
+		}
+		return out
 	}
+	send := make([][]byte, 0, len(inputs))
+	at := make([]int, 0, len(inputs))
+	for i, in := range inputs {
+		if err := s.checkInput(in); err != nil {
+			out[i].Err = err
+			continue
+		}
+		if s.pool == nil {
+			out[i].Out, out[i].Err = s.runLocal(ctx, code, in)
+			continue
+		}
+		send = append(send, in)
+		at = append(at, i)
+	}
+	if len(send) == 0 {
+		return out
+	}
+	res := make([]result, len(send))
+	s.pool.do(ctx, tenant, opRun, s.wire, s.limits.Timeout, code, send, res)
+	for j, r := range res {
+		out[at[j]] = BatchResult{Out: r.out, Err: r.err}
+	}
+	return out
+}
+
+// runLocal runs in this process.
+func (s *Sandbox) runLocal(ctx context.Context, code string, input []byte) ([]byte, error) {
 	prog, err := s.compile(code)
 	if err != nil {
 		return nil, err
@@ -378,6 +509,11 @@ func (s *Sandbox) exec(ctx context.Context, prog *goja.Program, input []byte) ([
 		out, err := s.runIn(vm, prog, input)
 		done <- outcome{out, err}
 	}()
+	if s.limits.child {
+		// A built-in that runs past the deadline is the parent's to kill.
+		o := <-done
+		return o.out, o.err
+	}
 	select {
 	case o := <-done:
 		return o.out, o.err

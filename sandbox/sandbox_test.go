@@ -184,7 +184,7 @@ func TestExceptions(t *testing.T) {
 }
 
 func TestSizes(t *testing.T) {
-	sb := New(Limits{MaxInputBytes: 100, MaxOutputBytes: 200, MaxDepth: 5})
+	sb := New(Limits{MaxInputBytes: 100, MaxOutputBytes: 200, MaxDepth: 5, Timeout: 5 * time.Second})
 	ident := `function transform(d) { return d }`
 	_, err := sb.Run(context.Background(), ident, []byte(`{"a": "`+strings.Repeat("x", 200)+`"}`))
 	requireKind(t, err, KindInput)

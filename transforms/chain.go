@@ -2,7 +2,10 @@ package transforms
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -23,6 +26,7 @@ type Loader interface {
 type Chain struct {
 	Trigger string
 	sb      *sandbox.Sandbox
+	org     uuid.UUID
 	list    []store.Transformation
 }
 
@@ -38,7 +42,7 @@ func (s *Service) Load(ctx context.Context, orgID uuid.UUID, bridgeID *uuid.UUID
 	if err != nil {
 		return &Chain{Trigger: trigger}, fmt.Errorf("load %s transformations: %w", trigger, err)
 	}
-	return &Chain{Trigger: trigger, sb: s.Sandbox, list: list}, nil
+	return &Chain{Trigger: trigger, sb: s.Sandbox, org: orgID, list: list}, nil
 }
 
 // Load returns an empty chain.
@@ -63,7 +67,57 @@ func (c *Chain) Apply(ctx context.Context, data []byte) ([]byte, []Result, error
 	if c.Empty() {
 		return data, nil, nil
 	}
-	return (&Service{Sandbox: c.sb}).run(ctx, c.list, data)
+	return (&Service{Sandbox: c.sb}).run(ctx, c.org, c.list, data)
+}
+
+// ApplyBatch runs the chain over many records (a sync page's orders):
+// each transformation gets all the records still going in one request to
+// a sandbox process (sandbox.RunBatch), so the per-run cost of the
+// process boundary is paid once per page. outs[i] and results[i] are as
+// Apply's for datas[i]: a record whose transformation failed comes back
+// untouched with the failure as its last Result; the others go on. err
+// only when the context ended (outs are then the inputs).
+func (c *Chain) ApplyBatch(ctx context.Context, datas [][]byte) (outs [][]byte, results [][]Result, err error) {
+	outs = slices.Clone(datas)
+	results = make([][]Result, len(datas))
+	if c.Empty() || len(datas) == 0 {
+		return outs, results, nil
+	}
+	live := make([]int, len(datas))
+	for i := range live {
+		live[i] = i
+	}
+	ins := make([][]byte, 0, len(datas))
+	for _, t := range c.list {
+		if len(live) == 0 {
+			break
+		}
+		ins = ins[:0]
+		for _, i := range live {
+			ins = append(ins, outs[i])
+		}
+		start := time.Now()
+		res := c.sb.RunBatch(ctx, c.org.String(), t.Code, ins)
+		each := Millis(time.Since(start) / time.Duration(len(live)))
+		next := live[:0]
+		for j, i := range live {
+			r := Result{TransformationID: t.ID, Name: t.Name, Success: res[j].Err == nil, DurationMS: each}
+			if res[j].Err != nil {
+				if sandbox.IsKind(res[j].Err, sandbox.KindCanceled) || ctx.Err() != nil {
+					return slices.Clone(datas), results, errors.Join(ctx.Err(), res[j].Err)
+				}
+				r.Error = res[j].Err.Error()
+				results[i] = append(results[i], r)
+				outs[i] = datas[i]
+				continue
+			}
+			results[i] = append(results[i], r)
+			outs[i] = res[j].Out
+			next = append(next, i)
+		}
+		live = next
+	}
+	return outs, results, nil
 }
 
 // ApplyValue is ApplyValue over the chain: in encoded, the result decoded

@@ -87,11 +87,12 @@ func (s *Service) Apply(ctx context.Context, orgID uuid.UUID, bridgeID *uuid.UUI
 	if err != nil {
 		return data, nil, fmt.Errorf("load %s transformations: %w", trigger, err)
 	}
-	return s.run(ctx, list, data)
+	return s.run(ctx, orgID, list, data)
 }
 
-// run feeds data through list in order.
-func (s *Service) run(ctx context.Context, list []store.Transformation, data []byte) ([]byte, []Result, error) {
+// run feeds data through list in order, within the organization's share
+// of the sandbox processes.
+func (s *Service) run(ctx context.Context, orgID uuid.UUID, list []store.Transformation, data []byte) ([]byte, []Result, error) {
 	if len(list) == 0 {
 		return data, nil, nil
 	}
@@ -99,7 +100,7 @@ func (s *Service) run(ctx context.Context, list []store.Transformation, data []b
 	cur := data
 	for _, t := range list {
 		start := time.Now()
-		out, err := s.Sandbox.Run(ctx, t.Code, cur)
+		out, err := s.Sandbox.RunFor(ctx, orgID.String(), t.Code, cur)
 		res := Result{TransformationID: t.ID, Name: t.Name, Success: err == nil, DurationMS: Millis(time.Since(start))}
 		if err != nil {
 			if sandbox.IsKind(err, sandbox.KindCanceled) || ctx.Err() != nil {

@@ -3,6 +3,7 @@ package transforms_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -18,7 +19,13 @@ import (
 	"github.com/fos-dev/fos/transforms"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+// TestMain: the test binary is its own sandbox process, so the
+// transformations run in the process pool as in the service.
+func TestMain(m *testing.M) {
+	sandbox.ServeIfChild()
+	os.Setenv("FOS_SANDBOX_MEMORY_MB", "192")
+	os.Exit(storetest.Run(m))
+}
 
 type fixture struct {
 	t       *testing.T
@@ -188,4 +195,42 @@ func TestLoadChainOnceAppliesLikeApply(t *testing.T) {
 	none, err := svc.Load(ctx, f.org, &f.bridge, transforms.AfterOperation)
 	require.NoError(t, err)
 	require.True(t, none.Empty())
+}
+
+// A page of records goes through the chain in one request per
+// transformation: results in order, a record that fails stays untouched
+// and stops there, the others go on through the rest of the chain.
+func TestApplyBatch(t *testing.T) {
+	f := newFixture(t)
+	svc := transforms.New(f.s.Pool, sandbox.New(sandbox.Limits{Timeout: 300 * time.Millisecond}))
+	require.True(t, svc.Sandbox.Isolated(), "the tests run transformations in sandbox processes")
+	ctx := t.Context()
+	f.add("first", transforms.BeforeSync, nil, 10, true, `function transform(d) { if (d.n === 3) for (;;) {}; if (d.n === 5) throw new Error("five"); d.steps = ["first"]; return d }`)
+	f.add("second", transforms.BeforeSync, nil, 5, true, appendStep("second"))
+	chain, err := svc.Load(ctx, f.org, &f.bridge, transforms.BeforeSync)
+	require.NoError(t, err)
+	var in [][]byte
+	for i := range 8 {
+		in = append(in, []byte(fmt.Sprintf(`{"n": %d}`, i)))
+	}
+	outs, results, err := chain.ApplyBatch(ctx, in)
+	require.NoError(t, err)
+	require.Len(t, outs, 8)
+	for i := range 8 {
+		switch i {
+		case 3, 5:
+			require.Equal(t, string(in[i]), string(outs[i]))
+			require.Len(t, results[i], 1)
+			require.Contains(t, transforms.Failed(results[i]).Error, map[int]string{3: "deadline", 5: "five"}[i])
+		default:
+			require.JSONEq(t, fmt.Sprintf(`{"n": %d, "steps": ["first", "second"]}`, i), string(outs[i]))
+			require.Len(t, results[i], 2)
+			require.Nil(t, transforms.Failed(results[i]))
+		}
+	}
+	// Nothing to run: the records come back as they are.
+	outs, results, err = (*transforms.Chain)(nil).ApplyBatch(ctx, in)
+	require.NoError(t, err)
+	require.Equal(t, in, outs)
+	require.Len(t, results, 8)
 }

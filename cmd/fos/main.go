@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/sandbox"
 )
 
 const usage = `usage: fos <command>
@@ -33,6 +34,9 @@ commands:
 configuration is read from the environment; see README.md`
 
 func main() {
+	// A sandbox process of the transformation pool (this binary, started
+	// by the API or the worker) serves runs here and exits.
+	sandbox.ServeIfChild()
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
