@@ -23,6 +23,9 @@ const (
 	TriggerAfterOperation  = "after_operation"
 )
 
+// ErrNoRun is a run that does not exist (Runs.Pause, Resume, Cancel).
+var ErrNoRun = errors.New("the operation has no run")
+
 // ErrWorkflowsUnavailable answers what needs a workflow when none can run.
 var ErrWorkflowsUnavailable = domain.WorkflowsUnavailable(nil)
 
@@ -71,7 +74,7 @@ func (s *Service) runControl(ctx context.Context, actor domain.Actor, id uuid.UU
 		return Operation{}, ErrWorkflowsUnavailable
 	}
 	if err := send(ctx, actor.OrganizationID, id); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, ErrNoRun) {
 			return Operation{}, domain.Conflict("the operation has no run going; it is being reconciled")
 		}
 		return Operation{}, err
@@ -174,7 +177,7 @@ func (s *Service) SetRunStatus(ctx context.Context, orgID, opID uuid.UUID, to st
 		from = []string{store.OperationExecuting}
 	case store.OperationExecuting:
 		from = []string{store.OperationPaused}
-	case store.OperationCancelled:
+	case store.OperationCancelled, store.OperationFailed:
 		from = []string{store.OperationExecuting, store.OperationPaused}
 	default:
 		return "", fmt.Errorf("no run status %q", to)
@@ -247,8 +250,11 @@ type BatchResult struct {
 	Completed int `json:"completed"`
 	Failed    int `json:"failed"`
 	Skipped   int `json:"skipped"`
-	// Status is the operation's status after the batch.
-	Status string `json:"status"`
+	// Status is the operation's status after the batch, Total its items
+	// and Processed those settled.
+	Status    string `json:"status"`
+	Total     int64  `json:"total"`
+	Processed int64  `json:"processed"`
 }
 
 // ProcessBatch claims up to Limit pending items of the executing operation
@@ -324,7 +330,7 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	if err != nil {
 		return res, err
 	}
-	res.Status = op.Status
+	res.Status, res.Total, res.Processed = op.Status, op.ItemCount, op.CompletedCount+op.FailedCount+op.SkippedCount
 	return res, nil
 }
 

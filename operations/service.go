@@ -35,7 +35,7 @@ type Runs interface {
 	Execute(ctx context.Context, in ExecuteRun) error
 	// Pause, Resume and Cancel send the update of that name to the run
 	// going; a run that refuses is Conflict, a run that does not exist
-	// is NotFound (store.ErrNotFound).
+	// is ErrNoRun.
 	Pause(ctx context.Context, orgID, opID uuid.UUID) error
 	Resume(ctx context.Context, orgID, opID uuid.UUID) error
 	Cancel(ctx context.Context, orgID, opID uuid.UUID) error
