@@ -281,3 +281,13 @@ func storeErr(err error, what string) error {
 	}
 	return err
 }
+
+// Statuses are the operation statuses; ItemStatuses the item statuses;
+// HistoryUndone the action of an undo's entry.
+var (
+	Statuses     = store.OperationStatuses
+	ItemStatuses = store.ItemStatuses
+)
+
+// HistoryUndone is the action of the entry an undo records.
+const HistoryUndone = store.HistoryUndone
