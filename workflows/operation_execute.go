@@ -89,9 +89,10 @@ type OperationExecuteState struct {
 }
 
 type operationRun struct {
-	in      OperationExecuteInput
-	st      *OperationExecuteState
-	refused bool
+	in       OperationExecuteInput
+	st       *OperationExecuteState
+	refused  bool
+	starting bool
 	// exhausted: a batch found no pending item; fatal: a batch failed.
 	exhausted bool
 	fatal     error
@@ -262,17 +263,18 @@ func (r *operationRun) registerUpdates(ctx, sctx workflow.Context, a *activities
 		return st, err
 	}
 	err := workflow.SetUpdateHandlerWithOptions(ctx, OperationUpdateExecute, func(ctx workflow.Context) (activities.OperationProgress, error) {
+		r.starting = true // a concurrent execute is refused
 		historyID := uuid.NewSHA1(in.OperationID, []byte(workflow.GetInfo(ctx).WorkflowExecution.RunID))
 		var prog activities.OperationProgress
 		err := workflow.ExecuteActivity(sctx, a.BeginExecution, activities.BeginExecutionInput{Actor: in.Actor, OperationID: in.OperationID, HistoryID: historyID}).Get(ctx, &prog)
 		if err != nil {
-			r.refused = !r.st.Started
+			r.refused, r.starting = !r.st.Started, false
 			return prog, err
 		}
 		r.st.Started, r.st.Total, r.st.Processed = true, prog.Items, prog.Done
 		return prog, nil
 	}, workflow.UpdateHandlerOptions{Validator: func() error {
-		if r.st.Started || r.refused {
+		if r.st.Started || r.starting || r.refused {
 			return stateError("the operation is executing already")
 		}
 		return nil
@@ -312,9 +314,10 @@ func (r *operationRun) registerUpdates(ctx, sctx workflow.Context, a *activities
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, OperationUpdateCancel, func(ctx workflow.Context) (string, error) {
+		r.st.Cancelled = true // before the database: no batch starts meanwhile
 		st, err := setStatus(ctx, store.OperationCancelled)
-		if err == nil || st == store.OperationCancelled {
-			r.st.Cancelled = true
+		if err != nil {
+			r.st.Cancelled = st == store.OperationCancelled
 		}
 		return st, err
 	}, workflow.UpdateHandlerOptions{Validator: func() error {
