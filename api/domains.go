@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/worker"
 )
@@ -9,7 +10,8 @@ import (
 // encode): the business operations live there, shared with the
 // activities, operation execution and the agent's tools.
 type domains struct {
-	shipping *shipping.Service
+	shipping   *shipping.Service
+	operations *operations.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -21,5 +23,20 @@ func newDomains(d Deps, s *Server) domains {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
-	return domains{shipping: shipping.New(sd)}
+	sh := shipping.New(sd)
+	return domains{shipping: sh, operations: newOperations(d, sh)}
+}
+
+// newOperations builds the operations Service: labels through the shipping
+// Service, runs through Temporal on the bulk task queue.
+func newOperations(d Deps, sh *shipping.Service) *operations.Service {
+	od := operations.Deps{Store: d.Store, Logger: d.Logger, Labels: sh}
+	if d.Temporal != nil {
+		queue := d.BulkTaskQueue
+		if queue == "" {
+			queue = d.TaskQueue
+		}
+		od.Runs = worker.TemporalOperations{Client: d.Temporal, TaskQueue: queue, Log: d.Logger, Tune: d.OperationTune}
+	}
+	return operations.New(od)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
 )
 
 // Deps is what the API needs.
@@ -74,6 +75,9 @@ type Deps struct {
 	// Platforms are the bridge types' connectors (the worker's); a bridge
 	// config is checked against its connector's rules (nil: not checked).
 	Platforms *platforms.Registry
+	// OperationTune, when set, adjusts each operation execution's input
+	// (tests and benchmarks: batch size, heartbeat).
+	OperationTune func(*workflows.OperationExecuteInput)
 }
 
 // Server holds the handlers' dependencies.
@@ -190,6 +194,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountSplitRules(r)
 			s.mountDispatchers(r)
 			s.mountTransformations(r)
+			s.mountOperations(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.

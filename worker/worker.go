@@ -79,6 +79,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerWebhooks(r, deps)
 	registerSchedules(r, deps)
 	registerDispatch(r, deps)
+	registerOperations(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries

@@ -1,0 +1,496 @@
+package operations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/shipping"
+	"github.com/fos-dev/fos/store"
+)
+
+// Transformation trigger points of an item's execution.
+const (
+	TriggerBeforeOperation = "before_operation"
+	TriggerAfterOperation  = "after_operation"
+)
+
+// ErrNoRun is a run that does not exist (Runs.Pause, Resume, Cancel).
+var ErrNoRun = errors.New("the operation has no run")
+
+// ErrWorkflowsUnavailable answers what needs a workflow when none can run.
+var ErrWorkflowsUnavailable = domain.WorkflowsUnavailable(nil)
+
+// Execute moves a draft or pending operation to executing and starts its
+// OperationExecute run (202 in the API). Another status is Conflict.
+func (s *Service) Execute(ctx context.Context, actor domain.Actor, id uuid.UUID) (Operation, error) {
+	if err := actor.RequireScope(ScopeExecute); err != nil {
+		return Operation{}, err
+	}
+	op, err := store.OperationByID(ctx, s.store.Pool, actor.OrganizationID, id)
+	if err != nil {
+		return Operation{}, storeErr(err, "operation")
+	}
+	if op.Status != store.OperationDraft && op.Status != store.OperationPending {
+		return Operation{}, domain.Conflict("an operation that is " + op.Status + " cannot be executed")
+	}
+	if s.runs == nil {
+		return Operation{}, ErrWorkflowsUnavailable
+	}
+	if err := s.runs.Execute(ctx, ExecuteRun{OrganizationID: actor.OrganizationID, OperationID: id, Actor: actor}); err != nil {
+		return Operation{}, err
+	}
+	op, err = store.OperationByID(ctx, s.store.Pool, actor.OrganizationID, id)
+	return op, storeErr(err, "operation")
+}
+
+// runControl sends pause, resume or cancel to the run: the operation must
+// be in one of from.
+func (s *Service) runControl(ctx context.Context, actor domain.Actor, id uuid.UUID, verb string, from []string,
+	send func(ctx context.Context, orgID, opID uuid.UUID) error) (Operation, error) {
+	if err := actor.RequireScope(ScopeExecute); err != nil {
+		return Operation{}, err
+	}
+	op, err := store.OperationByID(ctx, s.store.Pool, actor.OrganizationID, id)
+	if err != nil {
+		return Operation{}, storeErr(err, "operation")
+	}
+	ok := false
+	for _, f := range from {
+		ok = ok || op.Status == f
+	}
+	if !ok {
+		return Operation{}, domain.Conflict("an operation that is " + op.Status + " cannot be " + verb)
+	}
+	if s.runs == nil {
+		return Operation{}, ErrWorkflowsUnavailable
+	}
+	if err := send(ctx, actor.OrganizationID, id); err != nil {
+		if errors.Is(err, ErrNoRun) {
+			return Operation{}, domain.Conflict("the operation has no run going; it is being reconciled")
+		}
+		return Operation{}, err
+	}
+	op, err = store.OperationByID(ctx, s.store.Pool, actor.OrganizationID, id)
+	return op, storeErr(err, "operation")
+}
+
+// Pause stops an executing operation from starting items (items in flight
+// finish).
+func (s *Service) Pause(ctx context.Context, actor domain.Actor, id uuid.UUID) (Operation, error) {
+	return s.runControl(ctx, actor, id, "paused", []string{store.OperationExecuting}, func(ctx context.Context, o, i uuid.UUID) error { return s.runs.Pause(ctx, o, i) })
+}
+
+// Resume continues a paused operation.
+func (s *Service) Resume(ctx context.Context, actor domain.Actor, id uuid.UUID) (Operation, error) {
+	return s.runControl(ctx, actor, id, "resumed", []string{store.OperationPaused}, func(ctx context.Context, o, i uuid.UUID) error { return s.runs.Resume(ctx, o, i) })
+}
+
+// Cancel cancels an operation: items not yet started become skipped. A
+// draft or pending operation has no run: it is cancelled at once; an
+// executing or paused one through its run. Another status is Conflict.
+func (s *Service) Cancel(ctx context.Context, actor domain.Actor, id uuid.UUID) (Operation, error) {
+	if err := actor.RequireScope(ScopeExecute); err != nil {
+		return Operation{}, err
+	}
+	orgID := actor.OrganizationID
+	var running bool
+	err := pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+		st, err := store.LockOperation(ctx, tx, orgID, id)
+		if err != nil {
+			return err
+		}
+		switch st {
+		case store.OperationExecuting, store.OperationPaused:
+			running = true
+			return nil
+		case store.OperationDraft, store.OperationPending:
+		default:
+			return domain.Conflict("an operation that is " + st + " cannot be cancelled")
+		}
+		if _, err := store.SkipPendingItems(ctx, tx, id, "the operation was cancelled"); err != nil {
+			return err
+		}
+		_, err = store.SetOperationStatus(ctx, tx, orgID, id, []string{st}, store.OperationCancelled, nil)
+		return err
+	})
+	if err != nil {
+		return Operation{}, storeErr(err, "operation")
+	}
+	if running {
+		return s.runControl(ctx, actor, id, "cancelled", []string{store.OperationExecuting, store.OperationPaused},
+			func(ctx context.Context, o, i uuid.UUID) error { return s.runs.Cancel(ctx, o, i) })
+	}
+	op, err := store.OperationByID(ctx, s.store.Pool, orgID, id)
+	return op, storeErr(err, "operation")
+}
+
+// --- the steps of the OperationExecute run (called by its activities) ---
+
+// BeginExecution moves the operation from draft or pending to executing
+// and records the executed history entry (historyID, stable per run). An
+// operation already executing is answered as it is (a step run again);
+// another status is Conflict.
+func (s *Service) BeginExecution(ctx context.Context, actor domain.Actor, opID, historyID uuid.UUID) (Operation, error) {
+	orgID := actor.OrganizationID
+	err := pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+		st, err := store.LockOperation(ctx, tx, orgID, opID)
+		if err != nil {
+			return err
+		}
+		switch st {
+		case store.OperationExecuting:
+			return nil
+		case store.OperationDraft, store.OperationPending:
+		default:
+			return domain.Conflict("an operation that is " + st + " cannot be executed")
+		}
+		if _, err := store.SetOperationStatus(ctx, tx, orgID, opID, []string{st}, store.OperationExecuting, nil); err != nil {
+			return err
+		}
+		prev, _ := json.Marshal(map[string]any{"status": st})
+		next, _ := json.Marshal(map[string]any{"status": store.OperationExecuting})
+		return store.InsertHistory(ctx, tx, store.HistoryEntry{ID: historyID, OrganizationID: orgID, OperationID: opID, Action: store.HistoryExecuted,
+			PreviousState: prev, NewState: next, IsUndoable: true, PerformedBy: performer(actor)})
+	})
+	if err != nil {
+		return Operation{}, storeErr(err, "operation")
+	}
+	op, err := store.OperationByID(ctx, s.store.Pool, orgID, opID)
+	return op, storeErr(err, "operation")
+}
+
+// SetRunStatus moves a running operation between executing and paused, or
+// to cancelled (pending items skipped). It reports the status after.
+func (s *Service) SetRunStatus(ctx context.Context, orgID, opID uuid.UUID, to string) (string, error) {
+	var from []string
+	switch to {
+	case store.OperationPaused:
+		from = []string{store.OperationExecuting}
+	case store.OperationExecuting:
+		from = []string{store.OperationPaused}
+	case store.OperationCancelled, store.OperationFailed:
+		from = []string{store.OperationExecuting, store.OperationPaused}
+	default:
+		return "", fmt.Errorf("no run status %q", to)
+	}
+	var st string
+	err := pgx.BeginFunc(ctx, s.store.Pool, func(tx pgx.Tx) error {
+		var err error
+		if st, err = store.LockOperation(ctx, tx, orgID, opID); err != nil {
+			return err
+		}
+		if to == store.OperationCancelled && (st == store.OperationExecuting || st == store.OperationPaused) {
+			if _, err := store.SkipPendingItems(ctx, tx, opID, "the operation was cancelled"); err != nil {
+				return err
+			}
+		}
+		moved, err := store.SetOperationStatus(ctx, tx, orgID, opID, from, to, nil)
+		if moved {
+			st = to
+		}
+		return err
+	})
+	return st, storeErr(err, "operation")
+}
+
+// FinishExecution ends an executing operation with no item left pending
+// or processing: failed when every item that was not skipped failed, else
+// completed. It reports the status after (unchanged while items remain, or
+// when the operation is no longer executing).
+func (s *Service) FinishExecution(ctx context.Context, orgID, opID uuid.UUID) (Operation, error) {
+	op, err := store.OperationByID(ctx, s.store.Pool, orgID, opID)
+	if err != nil {
+		return op, storeErr(err, "operation")
+	}
+	if op.Status != store.OperationExecuting || op.PendingCount > 0 || op.ProcessingCount > 0 {
+		return op, nil
+	}
+	to, msg := store.OperationCompleted, (*string)(nil)
+	if op.FailedCount > 0 && op.CompletedCount == 0 {
+		to = store.OperationFailed
+		m := fmt.Sprintf("all %d items that were not skipped failed", op.FailedCount)
+		msg = &m
+	}
+	if _, err := store.SetOperationStatus(ctx, s.store.Pool, orgID, opID, []string{store.OperationExecuting}, to, msg); err != nil {
+		return op, err
+	}
+	op, err = store.OperationByID(ctx, s.store.Pool, orgID, opID)
+	return op, storeErr(err, "operation")
+}
+
+// BatchInput is one batch of an execution.
+type BatchInput struct {
+	Actor       domain.Actor
+	OperationID uuid.UUID
+	// Owner is the run's workflow id (the purchases' owner).
+	Owner string
+	// Claim names the batch: the same claim is the same batch.
+	Claim string
+	Limit int
+	// Parallelism is how many items run at once (default 8).
+	Parallelism int
+	// Heartbeat, when not nil, is called after each item.
+	Heartbeat func(done int)
+}
+
+// BatchResult is what a batch did.
+type BatchResult struct {
+	// Items is how many items the batch held (claimed and resumed).
+	Items     int `json:"items"`
+	Resumed   int `json:"resumed"`
+	Completed int `json:"completed"`
+	Failed    int `json:"failed"`
+	Skipped   int `json:"skipped"`
+	// Status is the operation's status after the batch, Total its items
+	// and Processed those settled.
+	Status    string `json:"status"`
+	Total     int64  `json:"total"`
+	Processed int64  `json:"processed"`
+}
+
+// ProcessBatch claims up to Limit pending items of the executing operation
+// under the batch's claim, executes each and settles it with its result.
+// Run again (the worker died), it settles first the items it claimed and
+// left processing, without repeating their effect: a label is resolved
+// (ResolveLabelPurchase: recorded, voided or left unknown), bought afresh
+// only when the carrier was provably never asked.
+func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult, error) {
+	orgID := in.Actor.OrganizationID
+	claimed, resumed, err := store.ClaimItems(ctx, s.store.Pool, in.OperationID, in.Claim, in.Limit)
+	if err != nil {
+		return BatchResult{}, err
+	}
+	type job struct {
+		item    Item
+		resumed bool
+	}
+	jobs := make([]job, 0, len(claimed)+len(resumed))
+	for _, it := range resumed {
+		jobs = append(jobs, job{it, true})
+	}
+	for _, it := range claimed {
+		jobs = append(jobs, job{it, false})
+	}
+	res := BatchResult{Items: len(jobs), Resumed: len(resumed)}
+	par := in.Parallelism
+	if par <= 0 {
+		par = 8
+	}
+	actor := domain.Actor{Kind: domain.ActorOperation, ID: in.OperationID, OrganizationID: orgID, Name: "operation " + in.OperationID.String(), OnBehalfOf: &in.Actor}
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		firstEr error
+		done    int
+	)
+	sem := make(chan struct{}, par)
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(j job) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			r := s.executeItem(ctx, actor, in.Owner, j.item, j.resumed)
+			// The result is written even when the activity is being
+			// cancelled: the effect happened.
+			_, err := store.SettleItems(context.WithoutCancel(ctx), s.store.Pool, in.OperationID, []store.ItemResult{r})
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstEr == nil {
+				firstEr = err
+			}
+			switch r.Status {
+			case store.ItemCompleted:
+				res.Completed++
+			case store.ItemFailed:
+				res.Failed++
+			default:
+				res.Skipped++
+			}
+			done++
+			if in.Heartbeat != nil {
+				in.Heartbeat(done)
+			}
+		}(j)
+	}
+	wg.Wait()
+	if firstEr != nil {
+		return res, firstEr
+	}
+	op, err := store.OperationByID(ctx, s.store.Pool, orgID, in.OperationID)
+	if err != nil {
+		return res, err
+	}
+	res.Status, res.Total, res.Processed = op.Status, op.ItemCount, op.CompletedCount+op.FailedCount+op.SkippedCount
+	return res, nil
+}
+
+// executeItem runs one item's steps (CONTRACT 10) and says how it ended.
+func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner string, it Item, resumed bool) store.ItemResult {
+	orgID := actor.OrganizationID
+	fail := func(msg string) store.ItemResult {
+		m := domain.TenantText(msg)
+		return store.ItemResult{ID: it.ID, Status: store.ItemFailed, ErrorMessage: &m}
+	}
+	did := false
+	// (1) before_operation, not again for an item resumed (it ran).
+	if s.transforms != nil && !resumed {
+		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, TriggerBeforeOperation); err != nil {
+			return fail("before_operation transformation failed: " + errText(err))
+		}
+	}
+	out := store.ItemResult{ID: it.ID, Status: store.ItemCompleted}
+	// (2) a label.
+	if it.RateSnapshotID != nil || it.OverrideCarrierAccountID != nil {
+		if s.labels == nil {
+			return fail("labels cannot be bought: the shipping service is not configured")
+		}
+		lp, err := s.buyLabel(ctx, actor, owner, it, resumed)
+		if err != nil {
+			return fail(errText(err))
+		}
+		did = true
+		id := lp.Shipment.ID
+		if id == uuid.Nil {
+			id = it.ID
+		}
+		out.ShipmentID = &id
+		if lp.Shipment.RateAmount != nil {
+			c := *lp.Shipment.RateAmount
+			out.Cost = &c
+		}
+	}
+	// (3) a dispatch.
+	if it.OverrideDispatchBridgeID != nil {
+		if s.dispatches == nil {
+			return withShipment(fail("the order cannot be dispatched: dispatch is not configured"), out)
+		}
+		aid, err := s.dispatches.DispatchToBridge(ctx, actor, DispatchInput{OrderID: it.OrderID, BridgeID: *it.OverrideDispatchBridgeID, Key: it.ID})
+		if err != nil {
+			return withShipment(fail("dispatch failed: "+errText(err)), out)
+		}
+		did = true
+		out.DispatchAssignmentID = &aid
+	}
+	// (4) after_operation.
+	if s.transforms != nil {
+		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, TriggerAfterOperation); err != nil {
+			return withShipment(fail("after_operation transformation failed: "+errText(err)), out)
+		}
+	}
+	if !did {
+		msg := "nothing to do: the item has no rate, carrier or dispatcher"
+		return store.ItemResult{ID: it.ID, Status: store.ItemSkipped, ErrorMessage: &msg}
+	}
+	return out
+}
+
+// withShipment keeps the label bought on a failed item (undo voids it).
+func withShipment(failed, done store.ItemResult) store.ItemResult {
+	failed.ShipmentID, failed.Cost = done.ShipmentID, done.Cost
+	return failed
+}
+
+// errText is an error as a tenant may read it.
+func errText(err error) string {
+	var de *domain.Error
+	if errors.As(err, &de) {
+		msg := de.Message
+		for _, f := range de.Fields {
+			msg += "; " + f.Field + " " + f.Message
+		}
+		return msg
+	}
+	return "internal error"
+}
+
+// buyLabel buys the item's label (its shipment's id is the item's id, so
+// the same item never buys two labels); an item resumed is resolved first.
+func (s *Service) buyLabel(ctx context.Context, actor domain.Actor, owner string, it Item, resumed bool) (shipping.LabelPurchase, error) {
+	if resumed {
+		lp, err := s.labels.ResolveLabelPurchase(ctx, actor, it.ID)
+		switch {
+		case err == nil:
+			return lp, nil
+		case lp.Result.Outcome == shipping.PurchaseRefused:
+			// Nothing was bought: buy afresh.
+		default:
+			return lp, err
+		}
+	}
+	in, err := s.shipmentFor(ctx, actor, it)
+	if err != nil {
+		return shipping.LabelPurchase{}, err
+	}
+	return s.labels.PurchaseLabel(ctx, actor, shipping.PurchaseLabelInput{Owner: owner, Shipment: in})
+}
+
+// Default box of a package whose size is not known (inches).
+const defaultLength, defaultWidth, defaultHeight = 12.0, 10.0, 6.0
+
+// shipmentFor is the shipment an item buys: with its snapshot's account,
+// service and packages, else with its carrier account's cheapest quote.
+func (s *Service) shipmentFor(ctx context.Context, actor domain.Actor, it Item) (shipping.CreateShipmentInput, error) {
+	in := shipping.CreateShipmentInput{ID: it.ID, OrderID: it.OrderID,
+		Metadata: json.RawMessage(fmt.Sprintf(`{"operationId":%q,"operationItemId":%q}`, it.OperationID, it.ID))}
+	var pkgs []shipping.RatePackage
+	if it.RateSnapshotID != nil {
+		snap, err := store.RateSnapshotByID(ctx, s.store.Pool, actor.OrganizationID, *it.RateSnapshotID)
+		if errors.Is(err, store.ErrNotFound) {
+			return in, domain.InvalidField("rateSnapshotId", "the rate snapshot no longer exists")
+		}
+		if err != nil {
+			return in, err
+		}
+		in.CarrierAccountID, in.Service = snap.CarrierAccountID, snap.ServiceType
+		_ = json.Unmarshal(snap.Packages, &pkgs)
+	} else {
+		acct := *it.OverrideCarrierAccountID
+		q, err := s.labels.QuoteOrder(ctx, actor, it.OrderID, shipping.RateOptions{CarrierAccountID: &acct})
+		if err != nil {
+			return in, err
+		}
+		best := math.Inf(1)
+		for _, r := range q.Results {
+			for _, quote := range r.Quotes {
+				if r.Err == nil && quote.TotalPrice < best {
+					best, in.Service = quote.TotalPrice, quote.ServiceType
+				}
+			}
+		}
+		if in.Service == "" {
+			return in, domain.Upstream("carrier_error", "the carrier account gave no quote for the order", nil)
+		}
+		in.CarrierAccountID, pkgs = acct, q.Packages
+	}
+	for _, p := range pkgs {
+		in.Parcels = append(in.Parcels, parcelOf(p))
+	}
+	if len(in.Parcels) == 0 {
+		return in, domain.InvalidField("packages", "the rate has no package to ship")
+	}
+	return in, nil
+}
+
+func parcelOf(p shipping.RatePackage) shipping.Parcel {
+	dim := func(v *float64, def float64) float64 {
+		if v != nil && *v > 0 {
+			return *v
+		}
+		if p.DimensionUnit == carriers.UnitCM {
+			return def * 2.54
+		}
+		return def
+	}
+	return shipping.Parcel{Length: dim(p.Length, defaultLength), Width: dim(p.Width, defaultWidth), Height: dim(p.Height, defaultHeight),
+		Weight: p.Weight.Value, Unit: p.Weight.Unit}
+}

@@ -1,0 +1,150 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/operations"
+	"github.com/fos-dev/fos/shipping"
+	"github.com/fos-dev/fos/workflows"
+)
+
+// registerOperations registers OperationExecute (operation/<operationId>)
+// and OperationUndo (operation-undo/<historyId>), both started on the bulk
+// task queue, and their activities over the operations Service.
+func registerOperations(r sdkworker.Registry, deps Deps) {
+	r.RegisterWorkflowWithOptions(workflows.OperationExecute, workflow.RegisterOptions{Name: workflows.OperationExecuteWorkflowType})
+	r.RegisterWorkflowWithOptions(workflows.OperationUndo, workflow.RegisterOptions{Name: workflows.OperationUndoWorkflowType})
+	r.RegisterActivity(&activities.OperationActivities{Operations: NewOperations(deps)})
+}
+
+// NewOperations builds the operations Service of the worker: labels
+// through the shipping Service (the money-safe batch purchase), the runs
+// through Temporal on the bulk task queue.
+func NewOperations(deps Deps) *operations.Service {
+	sh := shipping.New(shipping.Deps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Logger: deps.Logger, Hooks: deps.OrderHooks})
+	d := operations.Deps{Store: deps.Store, Logger: deps.Logger, Labels: sh}
+	if deps.Temporal != nil {
+		queue := deps.BulkTaskQueue
+		if queue == "" {
+			queue = deps.TaskQueue
+		}
+		d.Runs = TemporalOperations{Client: deps.Temporal, TaskQueue: queue, Log: deps.Logger}
+	}
+	return operations.New(d)
+}
+
+// TemporalOperations is the Temporal adapter of operations.Runs.
+type TemporalOperations struct {
+	Client    client.Client
+	TaskQueue string
+	Log       *slog.Logger
+	// Tune, when set, adjusts the execution's input (tests, benchmarks).
+	Tune func(*workflows.OperationExecuteInput)
+}
+
+// Execute implements operations.Runs: update-with-start of
+// OperationExecute with the execute update. A closed run's id is started
+// afresh (the database's status guards a second execution); a running
+// one refuses the update (Conflict).
+func (t TemporalOperations) Execute(ctx context.Context, in operations.ExecuteRun) error {
+	wfIn := workflows.NewOperationExecuteInput(in.OrganizationID, in.OperationID, in.Actor)
+	if t.Tune != nil {
+		t.Tune(&wfIn)
+	}
+	opts := StartOptions(workflows.OperationWorkflowID(in.OperationID.String()), t.TaskQueue, in.OrganizationID.String(), map[string]any{"operationId": in.OperationID.String()})
+	var err error
+	for attempt := 1; attempt <= StartAttempts; attempt++ {
+		var h client.WorkflowUpdateHandle
+		h, err = t.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: t.Client.NewWithStartWorkflowOperation(opts, workflows.OperationExecuteWorkflowType, wfIn),
+			UpdateOptions: client.UpdateWorkflowOptions{WorkflowID: opts.ID, UpdateName: workflows.OperationUpdateExecute,
+				WaitForStage: client.WorkflowUpdateStageCompleted},
+		})
+		if err == nil {
+			err = h.Get(ctx, nil)
+		}
+		if err == nil || !StartMayHaveRun(err) || ctx.Err() != nil {
+			break
+		}
+		t.starter().log().WarnContext(ctx, "operation execute outcome unknown; sending it again", "workflow_id", opts.ID, "attempt", attempt, "error", err.Error())
+		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+	}
+	return t.mapErr(ctx, err)
+}
+
+func (t TemporalOperations) starter() Starter { return Starter{Client: t.Client, Log: t.Log} }
+
+// mapErr maps a run's answer for the Service.
+func (t TemporalOperations) mapErr(ctx context.Context, err error) error {
+	var notFound *serviceerror.NotFound
+	switch {
+	case err == nil:
+		return nil
+	case workflows.IsOperationStateError(err):
+		return domain.Conflict(rootMessage(err))
+	case errors.As(err, &notFound):
+		return operations.ErrNoRun
+	case StartMayHaveRun(err):
+		return domain.WorkflowsUnavailable(err)
+	}
+	return Unavailable(ctx, err)
+}
+
+// rootMessage is the innermost application error's message.
+func rootMessage(err error) string {
+	msg := err.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		msg = e.Error()
+	}
+	return msg
+}
+
+func (t TemporalOperations) update(ctx context.Context, opID uuid.UUID, name string) error {
+	h, err := t.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: workflows.OperationWorkflowID(opID.String()),
+		UpdateName: name, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err == nil {
+		err = h.Get(ctx, nil)
+	}
+	return t.mapErr(ctx, err)
+}
+
+// Pause implements operations.Runs.
+func (t TemporalOperations) Pause(ctx context.Context, _, opID uuid.UUID) error {
+	return t.update(ctx, opID, workflows.OperationUpdatePause)
+}
+
+// Resume implements operations.Runs.
+func (t TemporalOperations) Resume(ctx context.Context, _, opID uuid.UUID) error {
+	return t.update(ctx, opID, workflows.OperationUpdateResume)
+}
+
+// Cancel implements operations.Runs.
+func (t TemporalOperations) Cancel(ctx context.Context, _, opID uuid.UUID) error {
+	return t.update(ctx, opID, workflows.OperationUpdateCancel)
+}
+
+// Undo implements operations.Runs: OperationUndo started once per entry.
+func (t TemporalOperations) Undo(ctx context.Context, in operations.UndoRun) error {
+	wfIn := workflows.OperationUndoInput{Actor: in.Actor, OperationID: in.OperationID, HistoryID: in.HistoryID}
+	opts := StartOptions(workflows.OperationUndoWorkflowID(in.HistoryID.String()), t.TaskQueue, in.OrganizationID.String(),
+		map[string]any{"operationId": in.OperationID.String(), "historyId": in.HistoryID.String()})
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	_, err := t.starter().StartStable(ctx, opts, time.Now(), workflows.OperationUndoWorkflowType, wfIn)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return nil // the undo ran already
+	}
+	return Unavailable(ctx, err)
+}
