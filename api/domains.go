@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/worker"
 )
@@ -10,6 +11,10 @@ import (
 // activities, operation execution and the agent's tools.
 type domains struct {
 	shipping *shipping.Service
+	// insights reads operations through insights.OperationSource: none is
+	// wired yet (the operations area is not merged), so an operation is
+	// not found.
+	insights *insights.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -21,5 +26,5 @@ func newDomains(d Deps, s *Server) domains {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
-	return domains{shipping: shipping.New(sd)}
+	return domains{shipping: shipping.New(sd), insights: insights.New(insights.Deps{Store: d.Store})}
 }

@@ -190,6 +190,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountSplitRules(r)
 			s.mountDispatchers(r)
 			s.mountTransformations(r)
+			s.mountInsights(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.
