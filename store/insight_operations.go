@@ -65,11 +65,13 @@ WITH items AS (
          md5(r.ship_from::text || r.ship_to::text || r.packages::text) AS req, r.id AS snapshot_id
     FROM items i LEFT JOIN rate_snapshots r ON r.organization_id = $1 AND r.id = i.snapshot_id
 ), priced AS (
-  SELECT c.*, a.status AS account_status,
-         (SELECT min(o.total_price) FROM rate_snapshots o
-           WHERE o.organization_id = $1 AND md5(o.ship_from::text || o.ship_to::text || o.packages::text) = c.req
-             AND o.total_price < c.total_price AND o.transit_days <= c.transit_days) AS cheapest
-    FROM chosen c LEFT JOIN carrier_accounts a ON a.organization_id = $1 AND a.id = c.account_id
+  SELECT c.*, a.status AS account_status, alt.cheapest
+    FROM chosen c
+    LEFT JOIN carrier_accounts a ON a.organization_id = $1 AND a.id = c.account_id
+    LEFT JOIN LATERAL (
+      SELECT min(o.total_price) AS cheapest FROM rate_snapshots o
+       WHERE c.snapshot_id IS NOT NULL AND o.organization_id = $1 AND md5(o.ship_from::text || o.ship_to::text || o.packages::text) = c.req
+         AND o.total_price < c.total_price AND o.transit_days <= c.transit_days) alt ON true
 )
 SELECT carrier, service, coalesce(expires_at <= $5, false) AS expired,
        CASE WHEN account_id IS NULL THEN NULL ELSE coalesce(account_status = 'active', false) END AS account_active,

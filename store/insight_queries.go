@@ -64,8 +64,8 @@ var outlierValue = map[string]string{
 func OutlierGroups(ctx context.Context, db DBTX, orgID uuid.UUID, metric string, sc InsightScope, baseline, recent time.Duration, minSamples int, zLimit float64) ([]OutlierGroup, error) {
 	value := outlierValue[metric]
 	rows, err := db.Query(ctx, `
-WITH base AS (
-  SELECT s.carrier, s.service, `+value+` AS x
+WITH base AS MATERIALIZED (
+  SELECT s.id, s.order_id, s.created_at, s.carrier, s.service, `+value+` AS x
     FROM shipments s
    WHERE s.organization_id = $1 AND s.created_at >= $2::timestamptz - $3::interval AND s.created_at < $2
 ), med AS (
@@ -77,14 +77,12 @@ WITH base AS (
          avg(abs(b.x - m.median)) AS meanad
     FROM base b JOIN med m USING (carrier, service) WHERE b.x IS NOT NULL GROUP BY 1, 2, 3, 4
 ), scored AS (
-  SELECT s.id, s.created_at, d.carrier, d.service, d.n, d.median, d.mad, v.x,
-         CASE WHEN d.mad > 0 THEN 0.6745 * (v.x - d.median) / d.mad
-              WHEN d.meanad > 0 THEN (v.x - d.median) / (1.253314 * d.meanad) ELSE 0 END AS z
-    FROM shipments s
-    JOIN dev d ON d.carrier = s.carrier AND d.service = s.service
-    CROSS JOIN LATERAL (SELECT `+value+` AS x) v
-   WHERE s.organization_id = $1 AND s.created_at >= $2::timestamptz - $4::interval AND s.created_at < $2
-     AND ($5::uuid[] IS NULL OR s.order_id = ANY($5)) AND v.x IS NOT NULL
+  SELECT b.id, d.carrier, d.service, d.n, d.median, d.mad, b.x,
+         CASE WHEN d.mad > 0 THEN 0.6745 * (b.x - d.median) / d.mad
+              WHEN d.meanad > 0 THEN (b.x - d.median) / (1.253314 * d.meanad) ELSE 0 END AS z
+    FROM base b JOIN dev d USING (carrier, service)
+   WHERE b.created_at >= $2::timestamptz - $4::interval AND b.x IS NOT NULL
+     AND ($5::uuid[] IS NULL OR b.order_id = ANY($5))
 )
 SELECT carrier, service, n::int AS samples, median, mad, count(*)::int AS outliers, count(*) FILTER (WHERE z > 0)::int AS high,
        max(x) AS highest, min(x) AS lowest, coalesce(sum(x - median) FILTER (WHERE z > 0), 0) AS excess,
@@ -136,15 +134,15 @@ WITH ch AS (
   SELECT b.status, b.n, b.med,
          greatest(2 * b.med, b.med + 3 * 1.4826 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(c.secs - b.med)), $6::float8) AS threshold
     FROM ch c JOIN base b USING (status) WHERE c.secs >= 0 GROUP BY b.status, b.n, b.med
-), stuck AS (
-  SELECT l.status, o.id, extract(epoch FROM $2::timestamptz - o.entered) AS age
+), cand AS MATERIALIZED (
+  SELECT l.status, l.threshold, o.id,
+         coalesce((SELECT max(a.created_at) FROM order_activities a WHERE a.order_id = o.id AND a.type = 'status_change'), o.created_at) AS entered
     FROM lim l
-    CROSS JOIN LATERAL (
-      SELECT o.id, coalesce((SELECT max(a.created_at) FROM order_activities a WHERE a.order_id = o.id AND a.type = 'status_change'), o.created_at) AS entered
-        FROM orders o
-       WHERE o.organization_id = $1 AND o.status = l.status AND o.created_at < $2::timestamptz - make_interval(secs => l.threshold)
-         AND ($7::uuid[] IS NULL OR o.id = ANY($7))) o
-   WHERE o.entered < $2::timestamptz - make_interval(secs => l.threshold)
+    JOIN orders o ON o.organization_id = $1 AND o.status = l.status AND o.created_at < $2::timestamptz - make_interval(secs => l.threshold)
+   WHERE ($7::uuid[] IS NULL OR o.id = ANY($7))
+), stuck AS (
+  SELECT status, id, extract(epoch FROM $2::timestamptz - entered) AS age
+    FROM cand WHERE entered < $2::timestamptz - make_interval(secs => threshold)
 )
 SELECT l.status, l.n::int AS samples, l.med AS median_seconds, l.threshold AS threshold_seconds,
        count(s.id)::int AS stuck, coalesce(max(s.age), 0) AS oldest_seconds,
@@ -235,10 +233,9 @@ SELECT carrier, service, count(*)::int AS shipments, sum(rate_amount)::float8 AS
 	return pgx.CollectRows(rows, pgx.RowToStructByName[CheaperQuoteGroup])
 }
 
-// estimatedDeliverySQL is a shipment's estimated delivery (from the
-// label's carrier response), NULL when absent or not a timestamp.
-const estimatedDeliverySQL = `(CASE WHEN s.carrier_response ->> 'estimatedDelivery' ~ '^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$'
-  THEN (s.carrier_response ->> 'estimatedDelivery')::timestamptz END)`
+// estimatedDeliverySQL is a shipment's estimated delivery (the label's,
+// parsed into a column by migration 00051), NULL when it has none.
+const estimatedDeliverySQL = `s.estimated_delivery_at`
 
 // onTimeSQL: a delivered shipment arrived by the (UTC) day of its estimate.
 const onTimeSQL = `((s.delivered_at AT TIME ZONE 'UTC')::date <= (` + estimatedDeliverySQL + ` AT TIME ZONE 'UTC')::date)`
