@@ -74,7 +74,7 @@ func seedLarge(b *testing.B) largeFixture {
 		             jsonb_build_object('estimatedDelivery', to_char((o.created_at + interval '3 days') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
 		             CASE WHEN st = 'delivered' THEN o.created_at + make_interval(days => 1 + n % 5) END, o.created_at, o.created_at
 		        FROM (SELECT id, created_at, row_number() OVER (ORDER BY id)::int AS n FROM orders WHERE organization_id = $1) o,
-		             LATERAL (SELECT (ARRAY['delivered','delivered','delivered','in_transit','exception','label_created'])[1 + o.n % 6] AS st) s
+		             LATERAL (SELECT (ARRAY['delivered','delivered','delivered','in_transit','exception','label_created'])[1 + (o.n / 2) % 6] AS st) s
 		       WHERE o.n % 2 = 0`, org)
 		// Three checkpoints a shipment, an exception on every 20th.
 		exec(`INSERT INTO tracking_checkpoints (id, organization_id, shipment_id, sequence, status, checkpoint_time, source, is_exception)

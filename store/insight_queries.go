@@ -47,12 +47,11 @@ const (
 )
 
 // outlierValue is the value of a shipment each metric measures: the label
-// cost, or the parcels' total weight in pounds (numbers only).
+// cost, or the parcels' total weight in pounds (a generated column,
+// migration 00052).
 var outlierValue = map[string]string{
-	OutlierCost: `s.rate_amount::float8`,
-	OutlierWeight: `(SELECT sum(CASE WHEN jsonb_typeof(p->'weight') = 'number' THEN (p->>'weight')::float8 *
-                          CASE lower(coalesce(p->>'unit', 'lb')) WHEN 'kg' THEN 2.20462 WHEN 'g' THEN 0.00220462 WHEN 'oz' THEN 0.0625 ELSE 1 END END)
-            FROM jsonb_array_elements(CASE WHEN jsonb_typeof(s.parcels) = 'array' THEN s.parcels ELSE '[]' END) p)`,
+	OutlierCost:   `s.rate_amount::float8`,
+	OutlierWeight: `s.total_weight_lb`,
 }
 
 // OutlierGroups finds, per carrier and service, the shipments created in
