@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/worker"
@@ -12,6 +13,9 @@ import (
 type domains struct {
 	shipping   *shipping.Service
 	operations *operations.Service
+	// insights reads operations through insights.OperationSource: none is
+	// wired yet, so an operation is not found.
+	insights *insights.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -24,7 +28,7 @@ func newDomains(d Deps, s *Server) domains {
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
 	sh := shipping.New(sd)
-	return domains{shipping: sh, operations: newOperations(d, sh)}
+	return domains{shipping: sh, operations: newOperations(d, sh), insights: insights.New(insights.Deps{Store: d.Store})}
 }
 
 // newOperations builds the operations Service: labels through the shipping

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -322,33 +321,6 @@ func (s *Server) undoOperation(w http.ResponseWriter, r *http.Request) error {
 
 // --- items ---
 
-// parseIDs reads a list of UUID strings (a malformed one is 400 naming
-// its index; the count is the service's to check).
-func parseIDs(field string, raw []string) ([]uuid.UUID, error) {
-	if raw == nil {
-		return nil, nil
-	}
-	out := make([]uuid.UUID, 0, len(raw))
-	var details []FieldError
-	for i, s := range raw {
-		id, err := uuid.Parse(s)
-		if err != nil {
-			if len(details) < 20 {
-				details = append(details, FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Message: "must be a UUID"})
-			}
-			continue
-		}
-		out = append(out, id)
-	}
-	if len(raw) > operations.MaxIDs {
-		return out, errValidation(FieldError{Field: field, Message: fmt.Sprintf("must contain at most %d ids", operations.MaxIDs)})
-	}
-	if len(details) > 0 {
-		return nil, errValidation(details...)
-	}
-	return out, nil
-}
-
 func (s *Server) listOperationItems(w http.ResponseWriter, r *http.Request) error {
 	id, err := operationID(r)
 	if err != nil {
@@ -388,8 +360,9 @@ func (s *Server) addOperationItems(w http.ResponseWriter, r *http.Request) error
 	if err := decodeJSON(r, &b); err != nil {
 		return err
 	}
-	ids, err := parseIDs("orderIds", b.OrderIDs)
-	if err != nil {
+	var v validator
+	ids := parseIDs(&v, "orderIds", b.OrderIDs, operations.MaxIDs)
+	if err := v.err(); err != nil {
 		return err
 	}
 	added, err := s.operations.AddItems(r.Context(), actorOf(r), id, ids)
@@ -484,8 +457,9 @@ func (s *Server) bulkRemoveOperationItems(w http.ResponseWriter, r *http.Request
 	if err := decodeJSON(r, &b); err != nil {
 		return err
 	}
-	ids, err := parseIDs("itemIds", b.ItemIDs)
-	if err != nil {
+	var v validator
+	ids := parseIDs(&v, "itemIds", b.ItemIDs, operations.MaxIDs)
+	if err := v.err(); err != nil {
 		return err
 	}
 	n, err := s.operations.RemoveItems(r.Context(), actorOf(r), id, ids)
@@ -508,8 +482,9 @@ func (s *Server) applyOperationAction(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &b); err != nil {
 		return err
 	}
-	ids, err := parseIDs("itemIds", b.ItemIDs)
-	if err != nil {
+	var v validator
+	ids := parseIDs(&v, "itemIds", b.ItemIDs, operations.MaxIDs)
+	if err := v.err(); err != nil {
 		return err
 	}
 	if b.Action == nil {

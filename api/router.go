@@ -195,6 +195,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountDispatchers(r)
 			s.mountTransformations(r)
 			s.mountOperations(r)
+			s.mountInsights(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.
