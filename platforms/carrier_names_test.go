@@ -68,7 +68,7 @@ func TestCarrierNameDefaultsAndOverrides(t *testing.T) {
 
 func TestMarketplaceACarrierAndPackageReference(t *testing.T) {
 	code, name := platforms.MarketplaceACarrier("fedex")
-	assert.Equal(t, [2]string{"FedEx", ""}, [2]string{code, name})
+	assert.Equal(t, [2]string{"FedEx", "FedEx"}, [2]string{code, name})
 	code, name = platforms.MarketplaceACarrier("Acme Couriers")
 	assert.Equal(t, [2]string{"Other", "Acme Couriers"}, [2]string{code, name})
 

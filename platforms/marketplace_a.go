@@ -835,12 +835,13 @@ func (c *MarketplaceA) ListOrders(ctx context.Context, b Bridge, since time.Time
 
 // MarketplaceACarrier returns the carrierCode and carrierName of a carrier
 // name (CarrierName): a code of MarketplaceACarrierCodes (matched ignoring
-// case) with no carrierName, or "Other" with the name as carrierName.
+// case), or "Other"; carrierName is the name either way (required with
+// "Other", and sent with a known code too, as the published request does).
 func MarketplaceACarrier(name string) (code, carrierName string) {
 	name = strings.TrimSpace(name)
 	for _, c := range MarketplaceACarrierCodes {
 		if strings.EqualFold(c, name) {
-			return c, ""
+			return c, c
 		}
 	}
 	return MarketplaceAOtherCarrier, name

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,13 +49,17 @@ func mpaFake(t *testing.T) (*fakePlatform, *atomic.Int32) {
 // mpaRDTJSON is the Tokens API's answer (its published example's shape).
 const mpaRDTJSON = `{"restrictedDataToken":"Atz.sprdt|IQEBLjAsAhRmHjNgHpi0U-Dme37rR6CuUpSR","expiresIn":3600}`
 
-// mpaTokenFor is the token a call to path must carry: the restricted data
-// token for getOrders and getOrder, the access token elsewhere.
-func mpaTokenFor(path string) string {
-	if path == "/orders/v0/orders" || (strings.HasPrefix(path, "/orders/v0/orders/") && strings.Count(path, "/") == 4) {
-		return "Atz.sprdt|IQEBLjAsAhRmHjNgHpi0U-Dme37rR6CuUpSR"
+// mpaTokensFor are the tokens a call to path may carry: the restricted
+// data token for getOrders (and for getOrder when the buyer is read; a
+// push reads the status only), the access token elsewhere.
+func mpaTokensFor(path string) []string {
+	switch {
+	case path == "/orders/v0/orders":
+		return []string{"Atz.sprdt|IQEBLjAsAhRmHjNgHpi0U-Dme37rR6CuUpSR"}
+	case strings.HasPrefix(path, "/orders/v0/orders/") && strings.Count(path, "/") == 4:
+		return []string{"Atz.sprdt|IQEBLjAsAhRmHjNgHpi0U-Dme37rR6CuUpSR", "Atza|IwEBIExample"}
 	}
-	return "Atza|IwEBIExample"
+	return []string{"Atza|IwEBIExample"}
 }
 
 // itemsOnce serves a published getOrderItems answer, and an empty last page
@@ -79,7 +84,7 @@ func noSecretsAtTheAPI(t *testing.T, f *fakePlatform) {
 			assert.Empty(t, c.header.Get(platforms.MarketplaceATokenHeader))
 			continue
 		}
-		assert.Equal(t, mpaTokenFor(c.path), c.header.Get(platforms.MarketplaceATokenHeader), c.path)
+		assert.Contains(t, mpaTokensFor(c.path), c.header.Get(platforms.MarketplaceATokenHeader), c.path)
 		raw := fmt.Sprint(c.header, c.query, string(c.body))
 		for _, secret := range []string{"refresh-secret", "client-secret"} {
 			assert.NotContains(t, raw, secret, c.path)
@@ -177,7 +182,9 @@ func TestMarketplaceAConfirmShipmentBuildsThePublishedRequest(t *testing.T) {
 	c := platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
 
 	res, err := c.PushFulfillment(context.Background(), mpaBridge(), platforms.Fulfillment{
-		OrderExternalID: "902-1106328-1059050", Carrier: "FedEx", TrackingNumber: "112345678",
+		// The service's own carrier code and service, as push-fulfillment
+		// reads them from a shipment.
+		OrderExternalID: "902-1106328-1059050", Carrier: "carrier_a", Service: "FEDEX_GROUND", TrackingNumber: "112345678",
 		ShipDate: time.Date(2022, 2, 11, 1, 0, 0, 0, time.UTC),
 	})
 	require.NoError(t, err)
@@ -201,6 +208,14 @@ func TestMarketplaceAConfirmShipmentBuildsThePublishedRequest(t *testing.T) {
 	assert.Equal(t, published.PackageDetail.ShipDate, body.PackageDetail.ShipDate, "the same date format")
 	assert.Equal(t, []platforms.MarketplaceAShipItem{{OrderItemID: "79039765272157", Quantity: 1}}, body.PackageDetail.OrderItems,
 		"only what is still unshipped")
+	// packageReferenceId is a positive number (the published "1"), not
+	// the tracking number.
+	n, err := strconv.ParseUint(body.PackageDetail.PackageReferenceID, 10, 63)
+	require.NoError(t, err, body.PackageDetail.PackageReferenceID)
+	assert.Positive(t, n)
+	_, err = strconv.ParseUint(published.PackageDetail.PackageReferenceID, 10, 63)
+	require.NoError(t, err)
+	assert.Equal(t, "FEDEX_GROUND", body.PackageDetail.ShippingMethod)
 	noSecretsAtTheAPI(t, f)
 }
 
@@ -510,7 +525,7 @@ func TestMarketplaceARegionalHosts(t *testing.T) {
 			assert.Contains(t, rec.body[i], `"dataElements":["buyerInfo","shippingAddress"]`)
 			continue
 		}
-		assert.Equal(t, mpaTokenFor(r.URL.Path), r.Header.Get(platforms.MarketplaceATokenHeader))
+		assert.Equal(t, mpaTokensFor(r.URL.Path)[0], r.Header.Get(platforms.MarketplaceATokenHeader))
 		assert.Empty(t, rec.body[i])
 		assert.NotContains(t, r.URL.String(), "refresh-secret")
 	}
