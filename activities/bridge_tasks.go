@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -112,8 +113,8 @@ func (a *BridgeTaskActivities) FinishBridgeTask(ctx context.Context, in FinishBr
 		return FinishBridgeTaskResult{}, err
 	}
 	var out any
-	if in.Error == "" && len(in.Output) > 0 {
-		out = in.Output
+	if len(in.Output) > 0 {
+		out = in.Output // a failed task may record its counts too
 	}
 	ok, err := store.FinishTaskExecution(ctx, a.Store.Pool, orgID, execID, out, in.Error)
 	if err != nil {
@@ -427,12 +428,28 @@ type PushFulfillmentsInput struct {
 
 // PushFulfillmentsResult is the output of push-fulfillment: Pushed
 // shipments created on the platform, AlreadyThere ones the platform had,
-// Failed ones it refused for good (left for a later run).
+// Refused ones it refused for good (left for a later run), with the first
+// Problems.
 type PushFulfillmentsResult struct {
 	Pushed       int      `json:"pushed"`
 	AlreadyThere int      `json:"alreadyThere"`
-	Failed       int      `json:"failed"`
+	Refused      int      `json:"refused"`
 	Problems     []string `json:"problems"`
+}
+
+// NothingPushed reports a run whose every push the platform refused: it
+// ends failed, not completed as if all went well.
+func (r PushFulfillmentsResult) NothingPushed() bool {
+	return r.Refused > 0 && r.Pushed == 0 && r.AlreadyThere == 0
+}
+
+// Failure is the message of a run that pushed nothing.
+func (r PushFulfillmentsResult) Failure() string {
+	msg := fmt.Sprintf("the platform refused all %d fulfillment pushes", r.Refused)
+	if len(r.Problems) > 0 {
+		msg += ": " + strings.Join(r.Problems, "; ")
+	}
+	return msg
 }
 
 // pushBatch is how many shipments PushFulfillments reads at a time.
@@ -442,8 +459,12 @@ const pushBatch = 100
 // the bridge's orders that were not pushed yet, records each push (so each
 // goes once) and sets the orders' sent_to_fulfillment. The connector
 // checks the platform before it creates, so a retried push never
-// duplicates. A shipment the platform refuses for good is counted failed
-// and skipped (it is tried again by the next run).
+// duplicates. Each connector names the shipment's carrier and service as
+// its platform expects (platforms.CarrierName). A shipment the platform
+// refuses for good is counted refused and skipped (it is tried again by
+// the next run); a bridge config the connector cannot use (carrierNames)
+// fails the run. A run that pushed nothing because every push was refused
+// ends failed (the BridgeTask workflow).
 func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulfillmentsInput) (PushFulfillmentsResult, error) {
 	out := PushFulfillmentsResult{Problems: []string{}}
 	orgID, _, err := parseTaskIDs(in.OrganizationID, in.BridgeID)
@@ -471,16 +492,16 @@ func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulf
 			}
 			progressed = true
 			heartbeat(ctx, c.ShipmentID.String())
-			f := platforms.Fulfillment{OrderExternalID: c.OrderExternalID, TrackingNumber: c.TrackingNumber, Carrier: c.Carrier}
+			f := platforms.Fulfillment{OrderExternalID: c.OrderExternalID, TrackingNumber: c.TrackingNumber, Carrier: c.Carrier, Service: c.Service}
 			if c.ShipDate != nil {
 				f.ShipDate = *c.ShipDate
 			}
 			res, err := pusher.PushFulfillment(ctx, bridge, f)
 			if err != nil {
-				if platforms.IsRetryable(err) || errors.Is(err, platforms.ErrUnauthorized) {
+				if platforms.IsRetryable(err) || errors.Is(err, platforms.ErrUnauthorized) || isConfigError(err) {
 					return out, a.taskPlatformError(ctx, b, err)
 				}
-				out.Failed++
+				out.Refused++
 				skip[c.ShipmentID] = true
 				if len(out.Problems) < 10 {
 					out.Problems = append(out.Problems, fmt.Sprintf("shipment %s (order %s): %s", c.ShipmentID, c.OrderExternalID, TenantMessage(err)))
@@ -500,6 +521,13 @@ func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulf
 			return out, nil
 		}
 	}
+}
+
+// isConfigError: the bridge's config cannot work (every push would fail
+// the same way).
+func isConfigError(err error) bool {
+	var pe *platforms.Error
+	return errors.As(err, &pe) && pe.Code == platforms.CodeInvalidConfig
 }
 
 // ---- reconciliation ----

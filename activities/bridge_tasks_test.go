@@ -458,8 +458,9 @@ func TestPushFulfillmentsOnceEach(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Pushed)
 	require.Equal(t, 1, res.AlreadyThere)
-	require.Equal(t, 1, res.Failed)
+	require.Equal(t, 1, res.Refused)
 	require.Contains(t, res.Problems[0], "nothing left to fulfill")
+	require.False(t, res.NothingPushed())
 	var sent int
 	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE bridge_id = $1 AND sent_to_fulfillment IS NOT NULL`, f.bridgeID).Scan(&sent))
 	require.Equal(t, 2, sent)
@@ -468,9 +469,14 @@ func TestPushFulfillmentsOnceEach(t *testing.T) {
 	pushes := len(fake.pushes)
 	res, err = f.acts.PushFulfillments(ctx, in)
 	require.NoError(t, err)
-	require.Equal(t, PushFulfillmentsResult{Failed: 1, Problems: res.Problems}, res)
+	require.Equal(t, PushFulfillmentsResult{Refused: 1, Problems: res.Problems}, res)
+	require.True(t, res.NothingPushed())
+	require.Contains(t, res.Failure(), "refused all 1 fulfillment pushes: shipment")
 	require.Equal(t, pushes, len(fake.pushes))
+	// The connector gets the service's carrier code and service; it names
+	// them for its platform (platforms.CarrierName).
 	require.Equal(t, "carrier_a", fake.pushes[0].Carrier)
+	require.Equal(t, "ground", fake.pushes[0].Service)
 }
 
 // The reconciler's task execution kind on a real database with a mocked

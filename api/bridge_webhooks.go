@@ -243,6 +243,9 @@ func (s *Server) enableBridgeWebhooks(w http.ResponseWriter, r *http.Request) er
 	if err := v.err(); err != nil {
 		return err
 	}
+	if err := s.checkWebhookSigning(b); err != nil {
+		return err
+	}
 
 	b, pb, err := s.ensureWebhookSecret(r.Context(), b)
 	if err != nil {
@@ -400,5 +403,29 @@ func (s *Server) disableBridgeWebhook(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	writeData(w, http.StatusOK, map[string]any{"disabled": topic, "enabled": webhookStateOf(out.Config).enabled})
+	return nil
+}
+
+// checkWebhookSigning refuses, with a 400 naming what to set, to enable
+// storefront_a topics the service could never verify or receive
+// (platforms.CheckStorefrontAWebhooks; plain http only when private URLs
+// are allowed: fos dev).
+func (s *Server) checkWebhookSigning(b store.Bridge) error {
+	if b.Type != platforms.TypeStorefrontA {
+		return nil
+	}
+	full, err := store.BridgeFullConfig(s.secrets, b)
+	if err != nil {
+		return err
+	}
+	sec, _ := full[platforms.ConfigWebhookSecret].(string)
+	if pe := platforms.CheckStorefrontAWebhooks(sec, s.webhookURL(b.ID), s.allowPrivateURLs); pe != nil {
+		field := "config"
+		if pe.Field != "" {
+			field = "config." + pe.Field
+		}
+		return &Error{Status: http.StatusBadRequest, Code: "validation_error", Message: pe.Message,
+			Details: []FieldError{{Field: field, Message: pe.Message}}}
+	}
 	return nil
 }

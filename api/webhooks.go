@@ -225,10 +225,16 @@ func (v webhookVerifier) verify(r *http.Request, body []byte) (ok, bodyOnly bool
 	if h := platformHMACHeader[v.bridgeType]; h != "" {
 		if got := strings.TrimSpace(r.Header.Get(h)); got != "" {
 			if sig, err := base64.StdEncoding.DecodeString(got); err == nil {
-				m := hmac.New(sha256.New, []byte(v.secret))
-				m.Write(body)
-				if hmac.Equal(sig, m.Sum(nil)) {
-					return true, true
+				keys := []string{v.secret}
+				if v.bridgeType == platforms.TypeStorefrontA {
+					keys = platforms.StorefrontAWebhookKeys(v.secret) // the app's client secret signs too
+				}
+				for _, key := range keys {
+					m := hmac.New(sha256.New, []byte(key))
+					m.Write(body)
+					if hmac.Equal(sig, m.Sum(nil)) {
+						return true, true
+					}
 				}
 			}
 		}

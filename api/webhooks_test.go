@@ -19,12 +19,15 @@ import (
 )
 
 // webhookEnv is the API with the platforms' own connectors pointed at the
-// sandbox.
+// sandbox, as under fos dev (plain-http addresses allowed) with the
+// storefront_a app's client secret set, so storefront_a topics can be
+// enabled on a bridge without a webhookSecret of its own.
 func webhookEnv(t *testing.T) (*testEnv, *httptest.Server) {
 	sb := httptest.NewServer(sandboxapi.NewHandler())
 	t.Cleanup(sb.Close)
+	t.Setenv(platforms.EnvStorefrontAClientSecret, "shpss_app_client_secret")
 	reg := platforms.NewAPIRegistry(platforms.SandboxURLs(sb.URL), sb.Client(), nil)
-	return newEnv(t, func(d *Deps) { d.Platforms = reg }), sb
+	return newEnv(t, func(d *Deps) { d.Platforms = reg; d.AllowPrivateURLs = true }), sb
 }
 
 func sandboxWebhooks(t *testing.T, sb *httptest.Server, domain, token string) []map[string]any {
@@ -205,7 +208,8 @@ func (flakyRegistrar) DeleteWebhook(context.Context, platforms.Bridge, string) e
 func TestBridgeWebhooksPartialFailure(t *testing.T) {
 	reg := platforms.NewRegistry()
 	reg.Register(platforms.TypeStorefrontA, flakyRegistrar{fail: "orders/fulfilled"})
-	e := newEnv(t, func(d *Deps) { d.Platforms = reg })
+	t.Setenv(platforms.EnvStorefrontAClientSecret, "shpss_app_client_secret") // storefront_a topics need a signing key
+	e := newEnv(t, func(d *Deps) { d.Platforms = reg; d.AllowPrivateURLs = true })
 	key := e.apiKey(e.signup(), "bridges:read", "bridges:write")
 	id := e.bridgeStorefrontA(key, "Shop", "shpat_x")["id"].(string)
 	path := "/api/v1/bridges/" + id + "/webhooks"

@@ -329,11 +329,22 @@ func exampleCases() []exampleCase {
 					w.Header().Set("Content-Type", "application/json")
 					_, _ = w.Write([]byte(`{"access_token":"Atza|example","token_type":"bearer","expires_in":3600}`))
 				}
+				// The Tokens API: buyer and address data need a restricted
+				// data token (the documented answer's shape).
+				p.routes["POST "+platforms.MarketplaceARDTPath] = func(w http.ResponseWriter, r *http.Request) {
+					require.Equal(t, "Atza|example", r.Header.Get(platforms.MarketplaceATokenHeader))
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write([]byte(`{"restrictedDataToken":"Atz.sprdt|example","expiresIn":3600}`))
+				}
 				// The examples name a NextToken; the page after is empty.
 				paged := func(name, empty string) http.HandlerFunc {
 					body := platformExample(t, platforms.TypeMarketplaceA, name)
 					return func(w http.ResponseWriter, r *http.Request) {
-						require.Equal(t, "Atza|example", r.Header.Get(platforms.MarketplaceATokenHeader))
+						want := "Atza|example"
+						if r.URL.Path == "/orders/v0/orders" {
+							want = "Atz.sprdt|example" // getOrders with the buyer and address
+						}
+						require.Equal(t, want, r.Header.Get(platforms.MarketplaceATokenHeader))
 						w.Header().Set(hdr[0], hdr[1])
 						w.Header().Set("Content-Type", "application/json")
 						if r.URL.Query().Get("NextToken") != "" {

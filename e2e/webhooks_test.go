@@ -88,6 +88,8 @@ func startHookStack(t testing.TB) *hookStack {
 		TaskQueue: taskQueue,
 		BaseURL:   srv.URL,
 		Platforms: apiPlat,
+		// As under fos dev: the plain-http loopback address may be registered.
+		AllowPrivateURLs: true,
 	}))
 	return &hookStack{
 		stack:   &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box},

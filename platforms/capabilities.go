@@ -45,13 +45,17 @@ type Fulfillment struct {
 	// OrderExternalID is the platform's id of the order.
 	OrderExternalID string
 	TrackingNumber  string
-	// Carrier names the carrier the way the platform expects it: the
-	// tracking company for storefront_a ("UPS"), the carrier code for
-	// shipping_hub_a ("ups", "fedex", "stamps_com").
+	// Carrier is the service's carrier code (carrier_a, ...) or a name the
+	// platform knows; Service is the shipment's service (may be ""). The
+	// connector names them the way its platform expects (CarrierName: the
+	// bridge's carrierNames, else the default table).
 	Carrier     string
+	Service     string
 	TrackingURL string
 	// ShipDate is the day it shipped (zero: today, the platform's choice).
-	ShipDate       time.Time
+	ShipDate time.Time
+	// NotifyCustomer asks the platform to tell the buyer; the bridge's
+	// notifyCustomer config sets it too (NotifyCustomer).
 	NotifyCustomer bool
 	// LineItems restricts the fulfillment to some lines (the order lines'
 	// ExternalID); empty means everything still unfulfilled.

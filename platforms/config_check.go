@@ -26,15 +26,16 @@ type configChecker interface {
 // ("config.shopDomain"); nil when there are none or the type's connector
 // has no rules of its own.
 func (r *Registry) CheckConfig(bridgeType string, cfg map[string]any) []FieldError {
-	conn, err := r.Get(bridgeType)
-	if err != nil {
-		return nil
+	err := ValidateCarrierNames(cfg)
+	if err == nil {
+		conn, gerr := r.Get(bridgeType)
+		if gerr != nil {
+			return nil
+		}
+		if cc, ok := conn.(configChecker); ok {
+			err = cc.checkConfig(cfg)
+		}
 	}
-	cc, ok := conn.(configChecker)
-	if !ok {
-		return nil
-	}
-	err = cc.checkConfig(cfg)
 	if err == nil {
 		return nil
 	}

@@ -182,6 +182,12 @@ func (c wireCall) do(ctx context.Context, client *http.Client) (*wireResponse, e
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, &Error{Code: CodeNetwork, Message: "platform call cancelled: " + ctxErr.Error(), Retryable: true, cause: ctxErr}
 		}
+		// The URL may carry credentials (storefront_b's query-string
+		// auth): only the cause goes into the message.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, &Error{Code: CodeNetwork, Message: "platform unreachable: " + err.Error(), Retryable: true, cause: err}
 	}
 	defer func() { _ = resp.Body.Close() }()

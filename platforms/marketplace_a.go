@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -30,12 +31,16 @@ import (
 // secret go to the token host alone). Orders are read with the Orders API
 // v0 (getOrders with MarketplaceIds, FulfillmentChannels=MFN and
 // LastUpdatedAfter, paged by NextToken; getOrder; getOrderItems, itself
-// paged by NextToken); shipments are confirmed with confirmShipment (v0,
-// 204 No Content); supply sources (Supply Sources API 2020-07-01, paged by
+// paged by NextToken) with a restricted data token from the Tokens API
+// for getOrders and getOrder, so orders carry the buyer and the shipping
+// address (without the PII role they have neither and cannot be
+// labelled); shipments are confirmed with confirmShipment (v0, 204 No
+// Content); supply sources (Supply Sources API 2020-07-01, paged by
 // nextPageToken) are the locations. The regional host comes from the
 // bridge's region (na, eu, fe) or else its marketplaceId. A throttled call
 // is a 429; x-amzn-RateLimit-Limit names the operation's rate in requests
-// a second, so the wait is one request's worth (1/rate).
+// a second, so the wait is one request's worth (1/rate); a 429 without it
+// waits one request at the operation's documented rate, with jitter.
 //
 // With base URLs (FOS_MARKETPLACE_A_URL, FOS_MARKETPLACE_A_AUTH_URL,
 // CONTRACT 8b) they replace the regional API host and the token host;
@@ -174,6 +179,9 @@ type tokenEntry struct {
 	sem     chan struct{}
 	token   string
 	expires time.Time
+	// deniedUntil: the Tokens API refused restricted data (no PII role);
+	// it is not asked again before then.
+	deniedUntil time.Time
 }
 
 // maxCachedTokens bounds the cache; past it, expired tokens are dropped.
@@ -233,7 +241,12 @@ func (c *MarketplaceA) accessToken(ctx context.Context, s marketplaceASeller) (t
 
 // dropToken forgets a cached token the API refused.
 func (c *MarketplaceA) dropToken(s marketplaceASeller, token string) {
-	e := c.tokens.entry(s.cacheKey)
+	c.tokens.drop(s.cacheKey, token)
+}
+
+// drop forgets the token cached under key when it is token.
+func (tc *tokenCache) drop(key, token string) {
+	e := tc.entry(key)
 	select {
 	case e.sem <- struct{}{}:
 		if e.token == token {
@@ -282,7 +295,7 @@ func (c *MarketplaceA) exchange(ctx context.Context, s marketplaceASeller) (stri
 			e.Code, e.Retryable = CodeUnauthorized, false
 		}
 		if resp.StatusCode == http.StatusTooManyRequests {
-			return "", 0, &RateLimitError{Err: e, RetryAfter: marketplaceAWait(resp.Header)}
+			return "", 0, &RateLimitError{Err: e, RetryAfter: marketplaceAWaitFor("lwaToken")(resp.Header)}
 		}
 		return "", 0, e
 	}
@@ -304,6 +317,14 @@ func (c *MarketplaceA) exchange(ctx context.Context, s marketplaceASeller) (stri
 	return tok.AccessToken, ttl, nil
 }
 
+// marketplaceARates are the operations' documented default rates
+// (requests a second; vendors/platforms/marketplace_a §4). Supply sources
+// have no published usage plan: one a second is assumed.
+var marketplaceARates = map[string]float64{
+	"getOrders": 0.0167, "getOrder": 0.5, "getOrderItems": 0.5, "confirmShipment": 2,
+	"createRestrictedDataToken": 1, "getSupplySources": 1,
+}
+
 // marketplaceAWait is the wait a throttled call asks for: Retry-After
 // when present, else one request at the x-amzn-RateLimit-Limit rate.
 func marketplaceAWait(h http.Header) time.Duration {
@@ -317,31 +338,145 @@ func marketplaceAWait(h http.Header) time.Duration {
 	return time.Duration(float64(time.Second) / rate).Round(time.Millisecond)
 }
 
+// marketplaceAWaitFor is marketplaceAWait for one operation: a 429 that
+// names no rate waits one request at the operation's documented rate plus
+// up to a fifth more (jitter, so callers throttled together do not come
+// back together), never a tight loop.
+func marketplaceAWaitFor(op string) func(http.Header) time.Duration {
+	return func(h http.Header) time.Duration {
+		if d := marketplaceAWait(h); d > 0 {
+			return d
+		}
+		return MarketplaceADocumentedWait(op)
+	}
+}
+
+// MarketplaceADocumentedWait is one request's worth of an operation's
+// documented rate with up to 20 % jitter (one second for an operation
+// without a documented rate).
+func MarketplaceADocumentedWait(op string) time.Duration {
+	base := time.Second
+	if r := marketplaceARates[op]; r > 0 {
+		base = time.Duration(float64(time.Second) / r)
+	}
+	return base + time.Duration(rand.Int64N(int64(base)/5+1))
+}
+
 // call sends one API call (operation op, whose quota it spends) with the
 // access token. A 401/403 drops the cached token; when that token came
 // from the cache, the call is tried once more with a fresh one (a token
 // revoked before its expiry).
 func (c *MarketplaceA) call(ctx context.Context, s marketplaceASeller, op, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
+	return c.callAs(ctx, s, op, method, path, q, body, orderLookup, false)
+}
+
+// callRestricted is call for getOrders and getOrder with a restricted data
+// token (so the buyer and the shipping address come back); without one
+// (the application has no PII role) the access token is used and the
+// orders have no street, name or e-mail.
+func (c *MarketplaceA) callRestricted(ctx context.Context, s marketplaceASeller, op, path string, q url.Values, orderLookup bool) (*wireResponse, error) {
+	return c.callAs(ctx, s, op, http.MethodGet, path, q, nil, orderLookup, true)
+}
+
+func (c *MarketplaceA) callAs(ctx context.Context, s marketplaceASeller, op, method, path string, q url.Values, body any, orderLookup, restricted bool) (*wireResponse, error) {
 	for attempt := 0; ; attempt++ {
-		token, fresh, err := c.accessToken(ctx, s)
-		if err != nil {
-			return nil, err
+		var token string
+		var fresh bool
+		var err error
+		if restricted {
+			if token, fresh, err = c.restrictedToken(ctx, s); err != nil {
+				return nil, err
+			}
+			restricted = token != ""
+		}
+		if !restricted {
+			if token, fresh, err = c.accessToken(ctx, s); err != nil {
+				return nil, err
+			}
 		}
 		h := http.Header{}
 		h.Set(MarketplaceATokenHeader, token)
 		resp, err := wireCall{
 			method: method, url: joinURL(s.host, path, q), header: h, body: body, orderLookup: orderLookup,
 			// Quotas are per selling partner, application and operation.
-			pace: pacing{pacer: &c.pacer, key: s.cacheKey + "/" + op, retryAfter: marketplaceAWait, maxSleep: marketplaceAMaxSleep(op)},
+			pace: pacing{pacer: &c.pacer, key: s.cacheKey + "/" + op, retryAfter: marketplaceAWaitFor(op), maxSleep: marketplaceAMaxSleep(op)},
 		}.do(ctx, c.client)
 		if err != nil && errors.Is(err, ErrUnauthorized) {
-			c.dropToken(s, token)
+			if restricted {
+				c.tokens.drop(s.rdtKey(), token)
+			} else {
+				c.dropToken(s, token)
+			}
 			if !fresh && attempt == 0 {
 				continue
 			}
 		}
 		return resp, err
 	}
+}
+
+// The Tokens API and what the service's restricted data token covers:
+// getOrders and getOrder (generic path), buyer and shipping address.
+const (
+	MarketplaceARDTPath = "/tokens/2021-03-01/restrictedDataToken"
+	marketplaceARDTKey  = "\x00rdt"
+	// marketplaceARDTDenial: how long a refusal (no PII role) is believed.
+	marketplaceARDTDenial = 10 * time.Minute
+)
+
+var marketplaceARDTResources = []map[string]any{
+	{"method": http.MethodGet, "path": "/orders/v0/orders", "dataElements": []string{"buyerInfo", "shippingAddress"}},
+	{"method": http.MethodGet, "path": "/orders/v0/orders/{orderId}", "dataElements": []string{"buyerInfo", "shippingAddress"}},
+}
+
+// rdtKey caches a seller's restricted data token per regional host.
+func (s marketplaceASeller) rdtKey() string { return s.cacheKey + marketplaceARDTKey + "\x00" + s.host }
+
+// restrictedToken returns a cached restricted data token for the seller,
+// asking the Tokens API (createRestrictedDataToken) when none is cached;
+// "" when the application has no role for the data (403: the caller goes
+// on with the access token), asked again after marketplaceARDTDenial.
+func (c *MarketplaceA) restrictedToken(ctx context.Context, s marketplaceASeller) (string, bool, error) {
+	e := c.tokens.entry(s.rdtKey())
+	select {
+	case e.sem <- struct{}{}:
+	case <-ctx.Done():
+		return "", false, &Error{Code: CodeNetwork, Message: "platform call cancelled: " + ctx.Err().Error(), Retryable: true, cause: ctx.Err()}
+	}
+	defer func() { <-e.sem }()
+	now := time.Now()
+	if e.token != "" && now.Before(e.expires) {
+		return e.token, false, nil
+	}
+	if now.Before(e.deniedUntil) {
+		return "", false, nil
+	}
+	resp, err := c.call(ctx, s, "createRestrictedDataToken", http.MethodPost, MarketplaceARDTPath, nil,
+		map[string]any{"restrictedResources": marketplaceARDTResources}, false)
+	var pe *Error
+	if errors.As(err, &pe) && pe.StatusCode == http.StatusForbidden {
+		e.deniedUntil = now.Add(marketplaceARDTDenial)
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	var out struct {
+		Token     string `json:"restrictedDataToken"`
+		ExpiresIn int    `json:"expiresIn"`
+	}
+	if err := decodeJSON(resp.body, &out, "restricted data token response"); err != nil {
+		return "", false, err
+	}
+	if out.Token == "" {
+		return "", false, badResponse("restricted data token response has no restrictedDataToken", nil)
+	}
+	ttl := time.Duration(out.ExpiresIn) * time.Second
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	e.token, e.expires = out.Token, now.Add(ttl-min(tokenRefreshMargin, ttl/2))
+	return out.Token, true, nil
 }
 
 // marketplaceAMaxSleep is the longest an operation's call sleeps for its
@@ -640,7 +775,7 @@ func (c *MarketplaceA) FetchOrder(ctx context.Context, b Bridge, externalID stri
 	if !marketplaceAOrderIDRE.MatchString(externalID) {
 		return nil, notFoundID(externalID)
 	}
-	resp, err := c.call(ctx, s, "getOrder", http.MethodGet, "/orders/v0/orders/"+externalID, nil, nil, true)
+	resp, err := c.callRestricted(ctx, s, "getOrder", "/orders/v0/orders/"+externalID, nil, true)
 	if err != nil {
 		return nil, err
 	}
@@ -676,7 +811,7 @@ func (c *MarketplaceA) ListOrders(ctx context.Context, b Bridge, since time.Time
 		q.Set("FulfillmentChannels", "MFN")
 		q.Set("MaxResultsPerPage", strconv.Itoa(c.opts.pageSize))
 	}
-	resp, err := c.call(ctx, s, "getOrders", http.MethodGet, "/orders/v0/orders", q, nil, false)
+	resp, err := c.callRestricted(ctx, s, "getOrders", "/orders/v0/orders", q, false)
 	if err != nil {
 		return nil, "", err
 	}
@@ -696,6 +831,30 @@ func (c *MarketplaceA) ListOrders(ctx context.Context, b Bridge, since time.Time
 		out = append(out, o)
 	}
 	return out, p.NextToken, nil
+}
+
+// MarketplaceACarrier returns the carrierCode and carrierName of a carrier
+// name (CarrierName): a code of MarketplaceACarrierCodes (matched ignoring
+// case), or "Other"; carrierName is the name either way (required with
+// "Other", and sent with a known code too, as the published request does).
+func MarketplaceACarrier(name string) (code, carrierName string) {
+	name = strings.TrimSpace(name)
+	for _, c := range MarketplaceACarrierCodes {
+		if strings.EqualFold(c, name) {
+			return c, c
+		}
+	}
+	return MarketplaceAOtherCarrier, name
+}
+
+// MarketplaceAPackageReference is the packageReferenceId of the package
+// with a tracking number: the marketplace takes only positive numbers,
+// unique within the order; this one is 1 + the first 31 bits of the
+// number's SHA-256, the same on every attempt.
+func MarketplaceAPackageReference(tracking string) string {
+	sum := sha256.Sum256([]byte(strings.ToUpper(strings.TrimSpace(tracking))))
+	n := (uint32(sum[0])<<24 | uint32(sum[1])<<16 | uint32(sum[2])<<8 | uint32(sum[3])) & 0x7fffffff
+	return strconv.FormatUint(uint64(n)+1, 10)
 }
 
 // MarketplaceAShipment is the confirmShipment body.
@@ -727,8 +886,10 @@ type MarketplaceAShipItem struct {
 // all shipped already, was confirmed before and nothing is sent (Created
 // false); a Canceled or Pending order has nothing to fulfill. Otherwise
 // the package holds the unshipped quantity of the requested items (all
-// items when none are named); its packageReferenceId is the tracking
-// number. The carrier goes as carrierCode and carrierName.
+// items when none are named); its packageReferenceId is a positive number
+// derived from the tracking number (MarketplaceAPackageReference), so a
+// retry names the same package. The carrier goes as carrierCode
+// (MarketplaceACarrier), the service as shippingMethod.
 func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillment) (FulfillmentResult, error) {
 	s, err := c.seller(b)
 	if err != nil {
@@ -739,7 +900,11 @@ func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 		return FulfillmentResult{}, notFoundID(orderID)
 	}
 	tracking := strings.TrimSpace(f.TrackingNumber)
-	if tracking == "" || strings.TrimSpace(f.Carrier) == "" {
+	name, err := CarrierName(b, f.Carrier, f.Service)
+	if err != nil {
+		return FulfillmentResult{}, err
+	}
+	if tracking == "" || name == "" {
 		return FulfillmentResult{}, &Error{Code: CodeInvalidRequest, Message: "fulfillment needs a tracking number and a carrier"}
 	}
 	resp, err := c.call(ctx, s, "getOrder", http.MethodGet, "/orders/v0/orders/"+orderID, nil, nil, true)
@@ -792,8 +957,10 @@ func (c *MarketplaceA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 	if shipDate.IsZero() {
 		shipDate = time.Now()
 	}
+	code, carrierName := MarketplaceACarrier(name)
 	body := MarketplaceAShipment{MarketplaceID: firstNonEmpty(order.MarketplaceID, s.marketplaceID), PackageDetail: MarketplaceAPackageDetail{
-		PackageReferenceID: tracking, CarrierCode: strings.TrimSpace(f.Carrier), CarrierName: strings.TrimSpace(f.Carrier),
+		PackageReferenceID: MarketplaceAPackageReference(tracking), CarrierCode: code, CarrierName: carrierName,
+		ShippingMethod: strings.TrimSpace(f.Service),
 		TrackingNumber: tracking, ShipDate: shipDate.UTC().Format("2006-01-02T15:04:05.000Z"), OrderItems: lines,
 	}}
 	if _, err := c.call(ctx, s, "confirmShipment", http.MethodPost, "/orders/v0/orders/"+orderID+"/shipmentConfirmation", nil, body, true); err != nil {

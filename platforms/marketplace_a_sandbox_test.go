@@ -2,6 +2,7 @@ package platforms_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -190,4 +191,139 @@ func TestMarketplaceASandboxFailAndRateLimit(t *testing.T) {
 	bulk, pages := listAll(t, c, mpaBridge("refreshToken", "bulk-450"), time.Time{})
 	assert.Len(t, bulk, 450)
 	assert.Equal(t, 5, pages)
+}
+
+// Buyer and address data come only with a restricted data token: the
+// connector asks the Tokens API for one and the sandbox, like the
+// marketplace, returns the street, name and e-mail only to it. Without a
+// PII role the orders have no street (and the connector goes on).
+func TestMarketplaceARestrictedDataToken(t *testing.T) {
+	c, base, client := newSandboxMarketplaceA(t)
+	ctx := context.Background()
+	b := mpaBridge("refreshToken", "Atzr|sandbox-seller-rdt")
+	page, _, err := c.ListOrders(ctx, b, time.Time{}, "")
+	require.NoError(t, err)
+	withStreet := 0
+	for _, o := range page {
+		if o.ShippingAddress != nil && o.ShippingAddress.Address1 != "" {
+			withStreet++
+			assert.NotEmpty(t, o.Customer.Email)
+			assert.NotEmpty(t, o.ShippingAddress.Name)
+		}
+	}
+	assert.Equal(t, len(page)-len(page)/5, withStreet, "all but the sandbox's no-PII fifth")
+	got, err := c.FetchOrder(ctx, b, page[1].ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, page[1].ShippingAddress, got.ShippingAddress)
+
+	// The plain access token gets no PII, and an RDT does not work
+	// outside the operations it names.
+	tok := mpaSandboxToken(t, client, base, "Atzr|sandbox-seller-rdt")
+	body := mpaSandboxGet(t, client, base+"/platforms/marketplace_a/orders/v0/orders/"+page[1].ExternalID, tok, 200)
+	assert.NotContains(t, body, page[1].ShippingAddress.Address1)
+	assert.NotContains(t, body, page[1].Customer.Email)
+	rdt := mpaSandboxRDT(t, client, base, tok, `{"restrictedResources":[{"method":"GET","path":"/orders/v0/orders/{orderId}","dataElements":["shippingAddress"]}]}`)
+	body = mpaSandboxGet(t, client, base+"/platforms/marketplace_a/orders/v0/orders/"+page[1].ExternalID, rdt, 200)
+	assert.Contains(t, body, page[1].ShippingAddress.Address1, "the address it asked for")
+	assert.NotContains(t, body, page[1].Customer.Email, "not the buyer it did not ask for")
+	mpaSandboxGet(t, client, base+"/platforms/marketplace_a/orders/v0/orders/"+page[1].ExternalID+"/orderItems", rdt, 403)
+	mpaSandboxGet(t, client, base+"/platforms/marketplace_a/supplySources/2020-07-01/supplySources", rdt, 403)
+
+	// No PII role: the Tokens API refuses; orders come without PII.
+	nopii := mpaBridge("refreshToken", "Atzr|sandbox-nopii")
+	page, _, err = c.ListOrders(ctx, nopii, time.Time{}, "")
+	require.NoError(t, err)
+	for _, o := range page {
+		assert.Empty(t, o.ShippingAddress.Address1)
+		assert.Empty(t, o.Customer.Email)
+		assert.NotEmpty(t, o.ShippingAddress.City)
+	}
+}
+
+// A metered seller has the documented usage plans enforced: getOrders
+// takes a burst of 20, then 429s naming the documented rate (0.0167/s),
+// and the connector answers with the operation's wait (a minute), not a
+// tight loop.
+func TestMarketplaceASandboxEnforcesDocumentedRates(t *testing.T) {
+	c, base, client := newSandboxMarketplaceA(t)
+	ctx := context.Background()
+	tok := mpaSandboxToken(t, client, base, "Atzr|sandbox-metered-1")
+	list := base + "/platforms/marketplace_a/orders/v0/orders?MarketplaceIds=ATVPDKIKX0DER&CreatedAfter=2020-01-01T00:00:00Z&MaxResultsPerPage=1"
+	for i := 0; i < 20; i++ {
+		mpaSandboxGet(t, client, list, tok, 200)
+	}
+	resp := mpaSandboxDo(t, client, http.MethodGet, list, tok, "")
+	assert.Equal(t, 429, resp.status)
+	assert.Equal(t, "0.0167", resp.header.Get("x-amzn-RateLimit-Limit"))
+	assert.Contains(t, resp.body, "QuotaExceeded")
+
+	// The connector (a fresh seller, one order a page so the items stay
+	// within their own burst) is throttled at the 21st list call and told
+	// to wait a minute.
+	one := platforms.NewMarketplaceA(base+"/platforms/marketplace_a", base+"/platforms/marketplace_a/lwa", client, platforms.ListLimit(1))
+	b := mpaBridge("refreshToken", "Atzr|sandbox-metered-2")
+	for i := 0; i < 20; i++ {
+		_, _, err := one.ListOrders(ctx, b, time.Time{}, "")
+		require.NoError(t, err, "call %d", i)
+	}
+	_, _, err := one.ListOrders(ctx, b, time.Time{}, "")
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	wait, _ := platforms.RetryAfter(err)
+	assert.InDelta(t, 60, wait.Seconds(), 1, "one request at 0.0167/s")
+	_ = c
+}
+
+type mpaSandboxResp struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func mpaSandboxDo(t *testing.T, client *http.Client, method, u, token, body string) mpaSandboxResp {
+	t.Helper()
+	req, err := http.NewRequest(method, u, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("x-amz-access-token", token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	raw, _ := io.ReadAll(resp.Body)
+	return mpaSandboxResp{resp.StatusCode, resp.Header, string(raw)}
+}
+
+func mpaSandboxGet(t *testing.T, client *http.Client, u, token string, want int) string {
+	t.Helper()
+	r := mpaSandboxDo(t, client, http.MethodGet, u, token, "")
+	require.Equal(t, want, r.status, r.body)
+	return r.body
+}
+
+func mpaSandboxToken(t *testing.T, client *http.Client, base, refresh string) string {
+	t.Helper()
+	resp, err := client.PostForm(base+"/platforms/marketplace_a/lwa/auth/o2/token", url.Values{
+		"grant_type": {"refresh_token"}, "refresh_token": {refresh}, "client_id": {"id"}, "client_secret": {"s"}})
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	var out struct {
+		AccessToken string `json:"access_token"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+	require.NotEmpty(t, out.AccessToken)
+	return out.AccessToken
+}
+
+func mpaSandboxRDT(t *testing.T, client *http.Client, base, token, body string) string {
+	t.Helper()
+	r := mpaSandboxDo(t, client, http.MethodPost, base+"/platforms/marketplace_a"+platforms.MarketplaceARDTPath, token, body)
+	require.Equal(t, 200, r.status, r.body)
+	var out struct {
+		Token     string `json:"restrictedDataToken"`
+		ExpiresIn int    `json:"expiresIn"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.body), &out))
+	require.Equal(t, 3600, out.ExpiresIn)
+	return out.Token
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,7 +39,27 @@ func mpaFake(t *testing.T) (*fakePlatform, *atomic.Int32) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, mpaTokenJSON)
 	}
+	f.routes["POST "+platforms.MarketplaceARDTPath] = func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, mpaRDTJSON)
+	}
 	return f, &exchanges
+}
+
+// mpaRDTJSON is the Tokens API's answer (its published example's shape).
+const mpaRDTJSON = `{"restrictedDataToken":"Atz.sprdt|IQEBLjAsAhRmHjNgHpi0U-Dme37rR6CuUpSR","expiresIn":3600}`
+
+// mpaTokensFor are the tokens a call to path may carry: the restricted
+// data token for getOrders (and for getOrder when the buyer is read; a
+// push reads the status only), the access token elsewhere.
+func mpaTokensFor(path string) []string {
+	switch {
+	case path == "/orders/v0/orders":
+		return []string{"Atz.sprdt|IQEBLjAsAhRmHjNgHpi0U-Dme37rR6CuUpSR"}
+	case strings.HasPrefix(path, "/orders/v0/orders/") && strings.Count(path, "/") == 4:
+		return []string{"Atz.sprdt|IQEBLjAsAhRmHjNgHpi0U-Dme37rR6CuUpSR", "Atza|IwEBIExample"}
+	}
+	return []string{"Atza|IwEBIExample"}
 }
 
 // itemsOnce serves a published getOrderItems answer, and an empty last page
@@ -63,7 +84,7 @@ func noSecretsAtTheAPI(t *testing.T, f *fakePlatform) {
 			assert.Empty(t, c.header.Get(platforms.MarketplaceATokenHeader))
 			continue
 		}
-		assert.Equal(t, "Atza|IwEBIExample", c.header.Get(platforms.MarketplaceATokenHeader), c.path)
+		assert.Contains(t, mpaTokensFor(c.path), c.header.Get(platforms.MarketplaceATokenHeader), c.path)
 		raw := fmt.Sprint(c.header, c.query, string(c.body))
 		for _, secret := range []string{"refresh-secret", "client-secret"} {
 			assert.NotContains(t, raw, secret, c.path)
@@ -161,7 +182,9 @@ func TestMarketplaceAConfirmShipmentBuildsThePublishedRequest(t *testing.T) {
 	c := platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
 
 	res, err := c.PushFulfillment(context.Background(), mpaBridge(), platforms.Fulfillment{
-		OrderExternalID: "902-1106328-1059050", Carrier: "FedEx", TrackingNumber: "112345678",
+		// The service's own carrier code and service, as push-fulfillment
+		// reads them from a shipment.
+		OrderExternalID: "902-1106328-1059050", Carrier: "carrier_a", Service: "FEDEX_GROUND", TrackingNumber: "112345678",
 		ShipDate: time.Date(2022, 2, 11, 1, 0, 0, 0, time.UTC),
 	})
 	require.NoError(t, err)
@@ -185,6 +208,14 @@ func TestMarketplaceAConfirmShipmentBuildsThePublishedRequest(t *testing.T) {
 	assert.Equal(t, published.PackageDetail.ShipDate, body.PackageDetail.ShipDate, "the same date format")
 	assert.Equal(t, []platforms.MarketplaceAShipItem{{OrderItemID: "79039765272157", Quantity: 1}}, body.PackageDetail.OrderItems,
 		"only what is still unshipped")
+	// packageReferenceId is a positive number (the published "1"), not
+	// the tracking number.
+	n, err := strconv.ParseUint(body.PackageDetail.PackageReferenceID, 10, 63)
+	require.NoError(t, err, body.PackageDetail.PackageReferenceID)
+	assert.Positive(t, n)
+	_, err = strconv.ParseUint(published.PackageDetail.PackageReferenceID, 10, 63)
+	require.NoError(t, err)
+	assert.Equal(t, "FEDEX_GROUND", body.PackageDetail.ShippingMethod)
 	noSecretsAtTheAPI(t, f)
 }
 
@@ -459,8 +490,11 @@ func (h *splitRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	h.body = append(h.body, string(b))
 	h.mu.Unlock()
 	out := `{"payload":{"Orders":[]}}`
-	if r.URL.Path == platforms.MarketplaceATokenPath {
+	switch r.URL.Path {
+	case platforms.MarketplaceATokenPath:
 		out = mpaTokenJSON
+	case platforms.MarketplaceARDTPath:
+		out = mpaRDTJSON
 	}
 	return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(out)), Request: r}, nil
 }
@@ -486,14 +520,20 @@ func TestMarketplaceARegionalHosts(t *testing.T) {
 			assert.Contains(t, rec.body[i], "refresh_token=")
 			continue
 		}
-		assert.Equal(t, "Atza|IwEBIExample", r.Header.Get(platforms.MarketplaceATokenHeader))
+		if r.URL.Path == platforms.MarketplaceARDTPath {
+			assert.Equal(t, "Atza|IwEBIExample", r.Header.Get(platforms.MarketplaceATokenHeader))
+			assert.Contains(t, rec.body[i], `"dataElements":["buyerInfo","shippingAddress"]`)
+			continue
+		}
+		assert.Equal(t, mpaTokensFor(r.URL.Path)[0], r.Header.Get(platforms.MarketplaceATokenHeader))
 		assert.Empty(t, rec.body[i])
 		assert.NotContains(t, r.URL.String(), "refresh-secret")
 	}
 	assert.Equal(t, []string{
-		"https://api.amazon.com", "https://sellingpartnerapi-na.amazon.com",
-		"https://sellingpartnerapi-eu.amazon.com", "https://sellingpartnerapi-fe.amazon.com", "https://sellingpartnerapi-fe.amazon.com",
-	}, hosts, "one token (the same credentials) for every region")
+		"https://api.amazon.com", "https://sellingpartnerapi-na.amazon.com", "https://sellingpartnerapi-na.amazon.com",
+		"https://sellingpartnerapi-eu.amazon.com", "https://sellingpartnerapi-eu.amazon.com",
+		"https://sellingpartnerapi-fe.amazon.com", "https://sellingpartnerapi-fe.amazon.com", "https://sellingpartnerapi-fe.amazon.com",
+	}, hosts, "one token (the same credentials) for every region; a restricted data token per regional host")
 
 	_, _, err := c.ListOrders(ctx, mpaBridge("marketplaceId", "XUNKNOWN"), time.Time{}, "")
 	var pe *platforms.Error
@@ -501,7 +541,7 @@ func TestMarketplaceARegionalHosts(t *testing.T) {
 	assert.Equal(t, platforms.CodeInvalidConfig, pe.Code)
 	_, _, err = c.ListOrders(ctx, mpaBridge("region", "mars"), time.Time{}, "")
 	require.ErrorAs(t, err, &pe)
-	assert.Len(t, rec.reqs, 5)
+	assert.Len(t, rec.reqs, 8)
 }
 
 func TestMarketplaceARegionIsCheckedBehindABaseURL(t *testing.T) {
@@ -563,4 +603,30 @@ func TestMarketplaceAItemThrottlesAndRetries(t *testing.T) {
 	}
 	assert.LessOrEqual(t, itemCalls.Load()-before, int32(2), "the retried page reads only the third order's items")
 	assert.Equal(t, int32(2), listCalls.Load())
+}
+
+// A 429 that names no rate waits one request at the operation's
+// documented rate with jitter (getOrder: 0.5/s, so 2 s to 2.4 s), never
+// zero (a tight loop); the next call waits that long too.
+func TestMarketplaceAThrottledWithoutRateHeaderWaitsTheDocumentedRate(t *testing.T) {
+	f, _ := mpaFake(t)
+	f.serve("GET /orders/v0/orders/902-3159896-1390916", 429, []byte(`{"errors":[{"code":"QuotaExceeded","message":"You exceeded your quota for the requested resource."}]}`))
+	c := platforms.NewMarketplaceA(f.srv.URL, f.srv.URL, f.srv.Client())
+	_, err := c.FetchOrder(context.Background(), mpaBridge(), "902-3159896-1390916")
+	require.ErrorIs(t, err, platforms.ErrRateLimited)
+	wait, _ := platforms.RetryAfter(err)
+	assert.GreaterOrEqual(t, wait, 2*time.Second)
+	assert.LessOrEqual(t, wait, 2400*time.Millisecond)
+	_, err = c.FetchOrder(context.Background(), mpaBridge(), "902-3159896-1390916")
+	again, _ := platforms.RetryAfter(err)
+	assert.Greater(t, again, time.Second, "held back, not called again at once")
+
+	seen := map[time.Duration]bool{}
+	for i := 0; i < 20; i++ {
+		d := platforms.MarketplaceADocumentedWait("confirmShipment")
+		assert.GreaterOrEqual(t, d, 500*time.Millisecond)
+		assert.LessOrEqual(t, d, 600*time.Millisecond)
+		seen[d] = true
+	}
+	assert.Greater(t, len(seen), 1, "jittered")
 }

@@ -457,14 +457,20 @@ func ShippingHubAShipment(raw json.RawMessage) (Shipment, error) {
 // PushFulfillment implements FulfillmentPusher. The hub keeps labels it
 // made under GET /shipments and orders marked shipped under GET
 // /fulfillments; when neither has the tracking number for the order, POST
-// /orders/markasshipped records it. The hub has no per-line shipping here:
-// the whole order is marked shipped.
+// /orders/markasshipped records it with the hub's carrierCode of the
+// carrier (CarrierName) and the bridge's notify flags (notifyCustomer,
+// notifySalesChannel). The hub has no per-line shipping here: the whole
+// order is marked shipped.
 func (c *ShippingHubA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillment) (FulfillmentResult, error) {
 	orderID := strings.TrimSpace(f.OrderExternalID)
 	if !isDigits(orderID) {
 		return FulfillmentResult{}, notFoundID(orderID)
 	}
-	if strings.TrimSpace(f.TrackingNumber) == "" || strings.TrimSpace(f.Carrier) == "" {
+	carrier, err := CarrierName(b, f.Carrier, f.Service)
+	if err != nil {
+		return FulfillmentResult{}, err
+	}
+	if strings.TrimSpace(f.TrackingNumber) == "" || carrier == "" {
 		return FulfillmentResult{}, &Error{Code: CodeInvalidRequest, Message: "fulfillment needs a tracking number and a carrier code"}
 	}
 	for _, list := range []struct{ path, key, idKey string }{
@@ -503,8 +509,8 @@ func (c *ShippingHubA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillm
 		return FulfillmentResult{}, notFoundID(orderID)
 	}
 	body := hubMarkShipped{
-		OrderID: oid, CarrierCode: f.Carrier, TrackingNumber: f.TrackingNumber,
-		NotifyCustomer: f.NotifyCustomer, NotifySalesChannel: true,
+		OrderID: oid, CarrierCode: carrier, TrackingNumber: f.TrackingNumber,
+		NotifyCustomer: NotifyCustomer(b, f), NotifySalesChannel: notifyFlag(b, ConfigNotifySalesChannel, true),
 	}
 	if !f.ShipDate.IsZero() {
 		body.ShipDate = f.ShipDate.In(ShippingHubAZone).Format("2006-01-02")

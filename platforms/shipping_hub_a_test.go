@@ -144,9 +144,13 @@ func TestShippingHubAMarkAsShippedBuildsThePublishedRequest(t *testing.T) {
 	published := platformExample(t, "shipping_hub_a", "markasshipped_request.json")
 	c := platforms.NewShippingHubA(f.srv.URL, f.srv.Client())
 
-	res, err := c.PushFulfillment(context.Background(), hubBridge(), platforms.Fulfillment{
-		OrderExternalID: "93348442", Carrier: "usps", TrackingNumber: "913492493294329421",
-		ShipDate: pacific(2014, 4, 1, 12, 0, 0, 0), NotifyCustomer: true,
+	// The service's own carrier code (carrier_c) goes as the hub's carrier
+	// code ("usps"); notifyCustomer comes from the bridge's config.
+	b := hubBridge()
+	b.Config["notifyCustomer"] = true
+	res, err := c.PushFulfillment(context.Background(), b, platforms.Fulfillment{
+		OrderExternalID: "93348442", Carrier: "carrier_c", Service: "usps_priority_mail", TrackingNumber: "913492493294329421",
+		ShipDate: pacific(2014, 4, 1, 12, 0, 0, 0),
 	})
 	require.NoError(t, err)
 	assert.True(t, res.Created)
@@ -161,6 +165,16 @@ func TestShippingHubAMarkAsShippedBuildsThePublishedRequest(t *testing.T) {
 		assert.Equal(t, []string{"93348442"}, q["orderId"], path)
 		assert.Equal(t, []string{"913492493294329421"}, q["trackingNumber"], path)
 	}
+
+	// Both flags follow the bridge's config, and its carrierNames win.
+	b.Config = map[string]any{"apiKey": b.Config["apiKey"], "apiSecret": b.Config["apiSecret"], "notifySalesChannel": false,
+		"carrierNames": map[string]any{"carrier_c": "stamps_com"}}
+	_, err = c.PushFulfillment(context.Background(), b, platforms.Fulfillment{OrderExternalID: "93348442", Carrier: "carrier_c", TrackingNumber: "9400111899561704681189"})
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(f.last(t, "POST", "/orders/markasshipped").body, &got))
+	assert.Equal(t, false, got["notifyCustomer"])
+	assert.Equal(t, false, got["notifySalesChannel"])
+	assert.Equal(t, "stamps_com", got["carrierCode"])
 }
 
 func TestShippingHubAPushSkipsKnownTracking(t *testing.T) {

@@ -249,7 +249,8 @@ func StorefrontAOrder(raw json.RawMessage) (Order, error) {
 // of the order carries the tracking number, it reads the order's
 // fulfillment orders and creates one fulfillment over their open lines
 // (POST fulfillments.json with line_items_by_fulfillment_order and
-// tracking_info).
+// tracking_info, whose company is the platform's tracking company name of
+// the carrier, CarrierName; notify_customer from NotifyCustomer).
 func (c *StorefrontA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillment) (FulfillmentResult, error) {
 	s, err := c.shop(b)
 	if err != nil {
@@ -261,6 +262,10 @@ func (c *StorefrontA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	}
 	if strings.TrimSpace(f.TrackingNumber) == "" {
 		return FulfillmentResult{}, &Error{Code: CodeInvalidRequest, Message: "fulfillment has no tracking number"}
+	}
+	company, err := CarrierName(b, f.Carrier, f.Service)
+	if err != nil {
+		return FulfillmentResult{}, err
 	}
 
 	// 1. Does the platform already have this tracking number?
@@ -342,8 +347,8 @@ func (c *StorefrontA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	// 3. Create the fulfillment.
 	body := map[string]any{"fulfillment": storefrontAFulfillmentCreate{
 		LineItemsByFulfillmentOrder: groups,
-		TrackingInfo:                storefrontATrackingInfo{Number: f.TrackingNumber, Company: f.Carrier, URL: f.TrackingURL},
-		NotifyCustomer:              f.NotifyCustomer,
+		TrackingInfo:                storefrontATrackingInfo{Number: f.TrackingNumber, Company: company, URL: f.TrackingURL},
+		NotifyCustomer:              NotifyCustomer(b, f),
 	}}
 	resp, err = c.call(ctx, s, http.MethodPost, "/fulfillments.json", nil, body, false)
 	if err != nil {

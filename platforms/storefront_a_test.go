@@ -216,8 +216,10 @@ func TestStorefrontAPushFulfillmentBuildsThePublishedRequest(t *testing.T) {
 
 	// The order's only fulfillment with tracking 1Z2345 failed: it does not
 	// count, so the push creates one.
+	// The service's own carrier code (carrier_b) goes as the platform's
+	// tracking company ("UPS", as in the published request).
 	res, err := c.PushFulfillment(context.Background(), sfaBridge(), platforms.Fulfillment{
-		OrderExternalID: "450789469", TrackingNumber: "1Z001985YW99744790", Carrier: "UPS",
+		OrderExternalID: "450789469", TrackingNumber: "1Z001985YW99744790", Carrier: "carrier_b", Service: "03",
 		LineItems: []platforms.FulfillmentLine{{ExternalID: "518995019", Quantity: 1}},
 	})
 	require.NoError(t, err)
@@ -252,6 +254,23 @@ func TestStorefrontAPushFulfillmentBuildsThePublishedRequest(t *testing.T) {
 	assert.Equal(t, int64(1058737564), body.Fulfillment.Groups[0].Lines[0].ID)
 	assert.Equal(t, 1, body.Fulfillment.Groups[0].Lines[0].Quantity)
 	assert.Equal(t, map[string]string{"number": "1Z001985YW99744790", "company": "UPS"}, body.Fulfillment.Tracking)
+	var flags, pub struct {
+		Fulfillment struct {
+			Notify bool `json:"notify_customer"`
+		} `json:"fulfillment"`
+	}
+	require.NoError(t, json.Unmarshal(post.body, &flags))
+	require.NoError(t, json.Unmarshal(published, &pub))
+	assert.Equal(t, pub.Fulfillment.Notify, flags.Fulfillment.Notify, "notify_customer off unless the bridge asks")
+
+	// The bridge's notifyCustomer turns it on.
+	f.serve("GET "+sfaRoot+"/orders/450789469.json", 200, order)
+	b := sfaBridge()
+	b.Config["notifyCustomer"] = true
+	_, err = c.PushFulfillment(context.Background(), b, platforms.Fulfillment{OrderExternalID: "450789469", TrackingNumber: "1Z001985YW99744791", Carrier: "carrier_b"})
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(f.last(t, "POST", sfaRoot+"/fulfillments.json").body, &flags))
+	assert.True(t, flags.Fulfillment.Notify)
 }
 
 func TestStorefrontAPushFulfillmentSkipsKnownTracking(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,7 +24,8 @@ import (
 // OAuth 1.0a signatures instead of Basic, so the connector refuses an
 // http:// storeUrl rather than send the secret in clear. Lists page by
 // page/per_page (at most 100) and answer bare arrays with the page count
-// in X-WP-TotalPages; orders are read by id ascending with modified_after
+// in X-WP-TotalPages; a host that strips Authorization gets the key and
+// secret as query parameters (HTTPS only; see call); orders are read by id ascending with modified_after
 // (GMT) for "changed since", so an order modified during a sync keeps its
 // place. The platform has no shipment resource: a fulfillment is the order
 // updated to "completed" plus an order note naming the tracking number.
@@ -48,6 +50,9 @@ type StorefrontB struct {
 	client     *http.Client
 	opts       connOptions
 	pacer      pacer
+	// queryAuth: the API roots of stores that took the query-string
+	// credentials after refusing the header.
+	queryAuth sync.Map
 }
 
 // NewStorefrontB returns the storefront_b connector. sandboxURL is "" in
@@ -93,7 +98,19 @@ func storefrontBRedirects(next func(*http.Request, []*http.Request) error) func(
 type storefrontBStore struct {
 	root   string // …/wp-json/wc/v3
 	header http.Header
+	// creds are the consumer key and secret as query parameters, for a
+	// host that strips Authorization (HTTPS only, as the platform says).
+	creds url.Values
+	// inQuery: send creds instead of the header (the bridge's
+	// queryStringAuth, or learned from a 401).
+	inQuery bool
 }
+
+// ConfigQueryStringAuth is storefront_b's bridge config flag: send the
+// consumer key and secret as query parameters (for hosts that strip the
+// Authorization header); without it the connector switches by itself
+// after a 401 to the header.
+const ConfigQueryStringAuth = "queryStringAuth"
 
 func (c *StorefrontB) store(b Bridge) (storefrontBStore, error) {
 	raw := configString(b.Config, "storeUrl")
@@ -128,14 +145,45 @@ func (c *StorefrontB) store(b Bridge) (storefrontBStore, error) {
 	default:
 		base = "https://" + strings.ToLower(u.Host) + path
 	}
-	return storefrontBStore{root: base + StorefrontBAPIRoot, header: req.Header}, nil
+	root := base + StorefrontBAPIRoot
+	st := storefrontBStore{root: root, header: req.Header, creds: url.Values{"consumer_key": {key}, "consumer_secret": {secret}}}
+	_, learned := c.queryAuth.Load(root)
+	st.inQuery = notifyFlag(b, ConfigQueryStringAuth, false) || learned
+	return st, nil
 }
 
+// call sends one call with the credentials in the Authorization header,
+// or in the query string for a store whose host strips the header: a 401
+// to the header is tried once more with the query-string credentials (over
+// HTTPS only: store refuses plain-HTTP stores) and, when that works, the
+// store is called that way from then on.
 func (c *StorefrontB) call(ctx context.Context, s storefrontBStore, method, path string, q url.Values, body any, orderLookup bool) (*wireResponse, error) {
-	return wireCall{
-		method: method, url: joinURL(s.root, path, q), header: s.header, body: body, orderLookup: orderLookup,
-		pace: pacing{pacer: &c.pacer, key: s.root, retryAfter: storefrontBRetryAfter},
-	}.do(ctx, c.client)
+	send := func(inQuery bool) (*wireResponse, error) {
+		h, qq := s.header, q
+		if inQuery {
+			h = http.Header{}
+			qq = url.Values{}
+			for k, v := range q {
+				qq[k] = v
+			}
+			for k, v := range s.creds {
+				qq[k] = v
+			}
+		}
+		return wireCall{
+			method: method, url: joinURL(s.root, path, qq), header: h, body: body, orderLookup: orderLookup,
+			pace: pacing{pacer: &c.pacer, key: s.root, retryAfter: storefrontBRetryAfter},
+		}.do(ctx, c.client)
+	}
+	resp, err := send(s.inQuery)
+	var pe *Error
+	if !s.inQuery && errors.As(err, &pe) && pe.StatusCode == http.StatusUnauthorized {
+		if resp, qerr := send(true); qerr == nil {
+			c.queryAuth.Store(s.root, true)
+			return resp, nil
+		}
+	}
+	return resp, err
 }
 
 // storefrontBRetryAfter: the platform documents no limits; a host's or
@@ -403,11 +451,12 @@ type storefrontBNote struct {
 	CustomerNote bool        `json:"customer_note"`
 }
 
-// StorefrontBTrackingNote is the order note PushFulfillment writes.
-func StorefrontBTrackingNote(f Fulfillment) string {
+// StorefrontBTrackingNote is the order note PushFulfillment writes; carrier
+// is the carrier's name (CarrierName).
+func StorefrontBTrackingNote(f Fulfillment, carrier string) string {
 	var b strings.Builder
 	b.WriteString("Shipped")
-	if c := strings.TrimSpace(f.Carrier); c != "" {
+	if c := strings.TrimSpace(carrier); c != "" {
 		b.WriteString(" with " + c)
 	}
 	b.WriteString(". Tracking number: " + strings.TrimSpace(f.TrackingNumber))
@@ -421,7 +470,8 @@ func StorefrontBTrackingNote(f Fulfillment) string {
 // notes; an order cancelled, refunded or failed has nothing to fulfill.
 // Unless it is completed already, PUT /orders/{id} {"status": "completed"};
 // then, unless a note names the tracking number, POST /orders/{id}/notes
-// with the tracking note (customer_note when NotifyCustomer). The status
+// with the tracking note naming the carrier (CarrierName; customer_note
+// when NotifyCustomer or the bridge's notifyCustomer). The status
 // goes first, so a retry after a failed note completes the work and a
 // retry after both never writes a second note. The platform has no
 // per-line shipping: the whole order is completed.
@@ -436,6 +486,10 @@ func (c *StorefrontB) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	}
 	if strings.TrimSpace(f.TrackingNumber) == "" {
 		return FulfillmentResult{}, &Error{Code: CodeInvalidRequest, Message: "fulfillment has no tracking number"}
+	}
+	carrier, err := CarrierName(b, f.Carrier, f.Service)
+	if err != nil {
+		return FulfillmentResult{}, err
 	}
 
 	resp, err := c.call(ctx, s, http.MethodGet, "/orders/"+orderID, nil, nil, true)
@@ -481,7 +535,7 @@ func (c *StorefrontB) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	}
 
 	resp, err = c.call(ctx, s, http.MethodPost, "/orders/"+orderID+"/notes", nil,
-		storefrontBNote{Note: StorefrontBTrackingNote(f), CustomerNote: f.NotifyCustomer}, true)
+		storefrontBNote{Note: StorefrontBTrackingNote(f, carrier), CustomerNote: NotifyCustomer(b, f)}, true)
 	if err != nil {
 		return FulfillmentResult{}, err
 	}

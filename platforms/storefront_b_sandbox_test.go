@@ -239,3 +239,40 @@ func TestSandboxStoresSpeakThePublishedShapes(t *testing.T) {
 	assert.Empty(t, missing(items.OrderItems[1], served, "ConditionSubtypeId", "ConditionNote", "PriceDesignation", "BuyerInfo",
 		"BuyerRequestedCancel", "PromotionIds"))
 }
+
+// A store whose host strips the Authorization header answers the Basic
+// credentials with a 401: the connector goes on with the query-string
+// credentials (HTTPS only) and keeps using them; a plain-HTTP store is
+// refused before anything is sent.
+func TestStorefrontBQueryStringCredentials(t *testing.T) {
+	srv := newSandbox(t)
+	c := platforms.NewStorefrontB(srv.URL+"/platforms/storefront_b", srv.Client())
+	ctx := context.Background()
+	b := sfbBridge("storeUrl", "https://strip-auth.example.com")
+	all, _ := listAll(t, c, b, time.Time{})
+	require.Len(t, all, sandboxapi.StoreSize)
+	got, err := c.FetchOrder(ctx, b, all[0].ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, all[0].ExternalID, got.ExternalID)
+
+	// Configured up front: no 401 first (a fresh connector).
+	fresh := platforms.NewStorefrontB(srv.URL+"/platforms/storefront_b", srv.Client())
+	qb := sfbBridge("storeUrl", "https://strip-auth.example.com")
+	qb.Config["queryStringAuth"] = true
+	_, err = fresh.FetchOrder(ctx, qb, all[0].ExternalID)
+	require.NoError(t, err)
+
+	// Wrong credentials stay refused either way, and nothing secret is in
+	// the error.
+	_, err = fresh.FetchOrder(ctx, sfbBridge("storeUrl", "https://strip-auth.example.com", "consumerSecret", "sandbox-fail"), all[0].ExternalID)
+	require.ErrorIs(t, err, platforms.ErrUnauthorized)
+	assert.NotContains(t, err.Error(), "cs_example")
+
+	// Plain HTTP: a clear refusal naming the field (production connector).
+	prod := platforms.NewStorefrontB("", srv.Client())
+	_, err = prod.FetchOrder(ctx, sfbBridge("storeUrl", "http://shop.example.com"), "1")
+	var pe *platforms.Error
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "storeUrl", pe.Field)
+	assert.Contains(t, pe.Message, "https://")
+}

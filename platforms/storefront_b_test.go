@@ -107,9 +107,13 @@ func TestStorefrontBPushFulfillmentBuildsThePublishedRequests(t *testing.T) {
 	f.serve("POST "+sfbRoot+"/orders/727/notes", 201, platformExample(t, "storefront_b", "order_note_create_response.json"))
 	c := platforms.NewStorefrontB(f.srv.URL, f.srv.Client())
 
-	res, err := c.PushFulfillment(context.Background(), sfbBridge(), platforms.Fulfillment{
-		OrderExternalID: "727", TrackingNumber: "1Z999AA10123456784", Carrier: "UPS",
-		TrackingURL: "https://www.ups.com/track?tracknum=1Z999AA10123456784", NotifyCustomer: true,
+	// The service's own carrier code (carrier_b) is named "UPS" in the
+	// note; customer_note follows the bridge's notifyCustomer.
+	b := sfbBridge()
+	b.Config["notifyCustomer"] = "true"
+	res, err := c.PushFulfillment(context.Background(), b, platforms.Fulfillment{
+		OrderExternalID: "727", TrackingNumber: "1Z999AA10123456784", Carrier: "carrier_b",
+		TrackingURL: "https://www.ups.com/track?tracknum=1Z999AA10123456784",
 	})
 	require.NoError(t, err)
 	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "281", Created: true}, res)

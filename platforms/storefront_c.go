@@ -453,10 +453,29 @@ func storefrontCProviders() []string {
 	return []string{"auspost", "canadapost", "endicia", "usps", "fedex", "royalmail", "ups", "upsready", "shipperhq"}
 }
 
+// storefrontCCarrier splits a carrier name (CarrierName) into a shipment's
+// shipping_provider and tracking_carrier: one of the providers (or
+// carrier_{id}) goes as shipping_provider with tracking_carrier ""; any
+// other name is an AfterShip courier slug in tracking_carrier with
+// shipping_provider "".
+func storefrontCCarrier(name string) (provider, trackingCarrier string) {
+	name = strings.ToLower(strings.TrimSpace(name))
+	if id, ok := strings.CutPrefix(name, "carrier_"); ok && isDigits(id) {
+		return name, ""
+	}
+	for _, p := range storefrontCProviders() {
+		if p == name {
+			return p, ""
+		}
+	}
+	return "", name
+}
+
 // PushFulfillment implements FulfillmentPusher: unless a shipment of the
 // order already has the tracking number, it reads the order's products
 // and creates one shipment per shipping address over the open quantities
-// (POST /v2/orders/{id}/shipments).
+// (POST /v2/orders/{id}/shipments), naming the carrier by
+// storefrontCCarrier.
 func (c *StorefrontC) PushFulfillment(ctx context.Context, b Bridge, f Fulfillment) (FulfillmentResult, error) {
 	s, err := c.store(b)
 	if err != nil {
@@ -468,6 +487,10 @@ func (c *StorefrontC) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	}
 	if strings.TrimSpace(f.TrackingNumber) == "" {
 		return FulfillmentResult{}, &Error{Code: CodeInvalidRequest, Message: "fulfillment has no tracking number"}
+	}
+	name, err := CarrierName(b, f.Carrier, f.Service)
+	if err != nil {
+		return FulfillmentResult{}, err
 	}
 	shipments, err := c.getAll(ctx, s, "/v2/orders/"+orderID+"/shipments")
 	if err != nil {
@@ -522,12 +545,7 @@ func (c *StorefrontC) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	if len(addrOrder) == 0 {
 		return FulfillmentResult{}, &Error{Code: CodeNothingToFulfill, Message: "order " + orderID + " has nothing left to ship"}
 	}
-	provider, carrier := "", strings.ToLower(strings.TrimSpace(f.Carrier))
-	for _, p := range storefrontCProviders() {
-		if p == carrier {
-			provider, carrier = p, ""
-		}
-	}
+	provider, carrier := storefrontCCarrier(name)
 	var first string
 	for _, addr := range addrOrder {
 		body := storefrontCShipmentCreate{
@@ -580,12 +598,11 @@ func (c *StorefrontC) ListLocations(ctx context.Context, b Bridge) ([]Location, 
 		}
 		var env struct {
 			Data []struct {
-				ID        json.Number `json:"id"`
-				Code      string      `json:"code"`
-				Label     string      `json:"label"`
-				Enabled   bool        `json:"enabled"`
-				IsDefault bool        `json:"is_default"`
-				Address   *struct {
+				ID      json.Number `json:"id"`
+				Code    string      `json:"code"`
+				Label   string      `json:"label"`
+				Enabled bool        `json:"enabled"`
+				Address *struct {
 					Address1    string `json:"address1"`
 					Address2    string `json:"address2"`
 					City        string `json:"city"`
@@ -606,7 +623,9 @@ func (c *StorefrontC) ListLocations(ctx context.Context, b Bridge) ([]Location, 
 			return nil, err
 		}
 		for _, l := range env.Data {
-			loc := Location{ExternalID: l.ID.String(), Name: firstNonEmpty(l.Label, l.Code), Active: l.Enabled, IsDefault: l.IsDefault}
+			// The API names no default location (is_default is a filter,
+			// not a field): none is marked default.
+			loc := Location{ExternalID: l.ID.String(), Name: firstNonEmpty(l.Label, l.Code), Active: l.Enabled}
 			if a := l.Address; a != nil {
 				loc.Address = &Address{Name: loc.Name, Address1: a.Address1, Address2: a.Address2, City: a.City, Province: a.State,
 					Zip: a.Zip, Phone: a.Phone, CountryCode: a.CountryCode, Country: a.CountryCode}

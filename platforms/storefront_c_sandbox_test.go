@@ -2,6 +2,9 @@ package platforms_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
@@ -95,8 +98,11 @@ func TestStorefrontCAgainstTheSandboxStore(t *testing.T) {
 	locs, err := c.ListLocations(ctx, b)
 	require.NoError(t, err)
 	require.Len(t, locs, 2)
-	assert.True(t, locs[0].IsDefault)
+	// The platform names no default location; none is invented.
+	assert.False(t, locs[0].IsDefault)
+	assert.False(t, locs[1].IsDefault)
 	assert.NotEmpty(t, locs[0].Address.City)
+	assert.NotContains(t, sandboxGetSFC(t, srv, "/platforms/storefront_c/stores/sbx1234/v3/inventory/locations"), "is_default")
 
 	hook, err := c.RegisterWebhook(ctx, b, "store/order/created", "https://fos.example.com/webhooks/storefront_c")
 	require.NoError(t, err)
@@ -138,4 +144,19 @@ func TestStorefrontCSandboxFailAndRateLimit(t *testing.T) {
 	locs, err := c.ListLocations(ctx, b)
 	require.NoError(t, err)
 	assert.Len(t, locs, 2)
+}
+
+// sandboxGetSFC reads a storefront_c sandbox path with a token.
+func sandboxGetSFC(t *testing.T, srv *httptest.Server, path string) string {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+	require.NoError(t, err)
+	req.Header.Set(platforms.StorefrontCTokenHeader, "tok-c")
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, 200, resp.StatusCode, string(body))
+	return string(body)
 }

@@ -98,7 +98,9 @@ func TestStorefrontCShipmentLocationsHooks(t *testing.T) {
 	c := platforms.NewStorefrontC(f.srv.URL, f.srv.Client())
 	ctx := context.Background()
 
-	res, err := c.PushFulfillment(ctx, sfcBridge(), platforms.Fulfillment{OrderExternalID: "218", TrackingNumber: "EJ958083578UK", Carrier: "USPS"})
+	// The service's own carrier code (carrier_c) goes as shipping_provider
+	// "usps" with tracking_carrier "".
+	res, err := c.PushFulfillment(ctx, sfcBridge(), platforms.Fulfillment{OrderExternalID: "218", TrackingNumber: "EJ958083578UK", Carrier: "carrier_c"})
 	require.NoError(t, err)
 	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "11", Created: true}, res)
 	post := f.last(t, "POST", sfcRoot+"/v2/orders/218/shipments")
@@ -119,6 +121,7 @@ func TestStorefrontCShipmentLocationsHooks(t *testing.T) {
 	require.NoError(t, json.Unmarshal(post.body, &body))
 	assert.Equal(t, json.Number("51"), body.OrderAddressID)
 	assert.Equal(t, "usps", body.ShippingProvider)
+	assert.NotContains(t, string(post.body), "tracking_carrier")
 	assert.Equal(t, "EJ958083578UK", body.TrackingNumber)
 	require.Len(t, body.Items, 2)
 	assert.Equal(t, 65, body.Items[0].OrderProductID)

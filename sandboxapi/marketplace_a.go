@@ -33,7 +33,10 @@ import (
 //	                                       FulfillmentChannels, MaxResultsPerPage (1-100), NextToken
 //	GET  /orders/v0/orders/{orderId}
 //	GET  /orders/v0/orders/{orderId}/orderItems   NextToken (two items a page)
-//	POST /orders/v0/orders/{orderId}/shipmentConfirmation   204
+//	POST /orders/v0/orders/{orderId}/shipmentConfirmation   204; packageReferenceId a
+//	                                       positive number, carrierCode a known code
+//	                                       ("Other" with carrierName)
+//	POST /tokens/2021-03-01/restrictedDataToken  (marketplace_a_rdt.go: PII needs an RDT)
 //	GET  /supplySources/2020-07-01/supplySources          pageSize, nextPageToken
 //	GET  /supplySources/2020-07-01/supplySources/{id}
 //
@@ -68,6 +71,7 @@ type mpaSandbox struct {
 	now      func() time.Time
 	mu       sync.Mutex
 	accounts storeTable[mpaAccount]
+	buckets  map[string]*mpaBucket // metered sellers' usage plans
 }
 
 type mpaAccount struct {
@@ -176,6 +180,7 @@ func mountMarketplaceA(r chi.Router, prefix, authPrefix string) {
 	r.Post(authPrefix+"/auth/o2/token", s.token)
 	r.Group(func(g chi.Router) {
 		g.Use(s.authenticate)
+		g.Post(prefix+mpaRDTPath, s.restrictedDataToken)
 		g.Get(prefix+"/orders/v0/orders", s.listOrders)
 		g.Get(prefix+"/orders/v0/orders/{orderId}", s.getOrder)
 		g.Get(prefix+"/orders/v0/orders/{orderId}/orderItems", s.getOrderItems)
@@ -193,26 +198,47 @@ func mpaError(w http.ResponseWriter, status int, code, msg, details string) {
 	writeJSON(w, status, map[string]any{"errors": []map[string]string{e}})
 }
 
-// mpaSeller is what an access token names.
+// mpaSeller is what an access token (or restricted data token) names.
 type mpaSeller struct {
 	key     string // digest of the refresh token
 	orders  int
 	limited bool
+	metered bool   // usage plans enforced
+	noPII   bool   // no role for restricted data
+	scope   string // a restricted data token's scope (mpaRDTScope), "" for an access token
+	token   string // the access token
 }
 
 func mpaAccessToken(refresh string) string {
 	sum := sha256.Sum256([]byte("marketplace_a/refresh\x00" + refresh))
-	rl := "0"
+	// Flags: r rate-limited every other getOrders, m metered, n no PII role.
+	flags := "0"
 	if refresh == RateLimitValue {
-		rl = "1"
+		flags += "r"
 	}
-	return fmt.Sprintf("%s%d.%s.%s", mpaTokenPrefix, StoreOrderCount(refresh), rl, hex.EncodeToString(sum[:12]))
+	if strings.Contains(refresh, mpaMeteredValue) {
+		flags += "m"
+	}
+	if strings.Contains(refresh, mpaNoPIIValue) {
+		flags += "n"
+	}
+	return fmt.Sprintf("%s%d.%s.%s", mpaTokenPrefix, StoreOrderCount(refresh), flags, hex.EncodeToString(sum[:12]))
 }
 
 func parseMpaToken(tok string) (mpaSeller, bool) {
 	rest, ok := strings.CutPrefix(tok, mpaTokenPrefix)
+	scope := ""
+	if !ok {
+		if rest, ok = strings.CutPrefix(tok, mpaRDTPrefix); ok {
+			i := strings.LastIndexByte(rest, '.')
+			if i < 0 || i == len(rest)-1 {
+				return mpaSeller{}, false
+			}
+			rest, scope = rest[:i], rest[i+1:]
+		}
+	}
 	parts := strings.Split(rest, ".")
-	if !ok || len(parts) != 3 || len(parts[2]) != 24 {
+	if !ok || len(parts) != 3 || len(parts[2]) != 24 || !strings.HasPrefix(parts[1], "0") {
 		return mpaSeller{}, false
 	}
 	n, err := strconv.Atoi(parts[0])
@@ -222,7 +248,8 @@ func parseMpaToken(tok string) (mpaSeller, bool) {
 	if _, err := hex.DecodeString(parts[2]); err != nil {
 		return mpaSeller{}, false
 	}
-	return mpaSeller{key: parts[2], orders: n, limited: parts[1] == "1"}, true
+	return mpaSeller{key: parts[2], orders: n, limited: strings.Contains(parts[1], "r"), metered: strings.Contains(parts[1], "m"),
+		noPII: strings.Contains(parts[1], "n"), scope: scope, token: mpaTokenPrefix + rest}, true
 }
 
 // token is the refresh-token exchange of the token host.
@@ -283,14 +310,26 @@ func (s *mpaSandbox) authenticate(next http.Handler) http.Handler {
 				}
 			}
 		}
+		op := mpaOperation(r)
+		if !rdtAllowed(seller, op) {
+			mpaError(w, http.StatusForbidden, "Unauthorized", "Access to requested resource is denied.",
+				"The restricted data token does not cover this operation.")
+			return
+		}
+		if seller.metered && op != "" {
+			w.Header().Set(mpaRateLimitHeader, mpaRate(op))
+		}
 		// Throttling hits getOrders, the operation with the tightest quota,
 		// so a throttled import resumes with the same call.
 		s.mu.Lock()
 		acct := s.account(seller)
 		limited := false
-		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/orders/v0/orders") {
+		if op == "getOrders" {
 			acct.calls++
 			limited = seller.limited && acct.calls%2 == 1
+		}
+		if seller.metered && !s.take(seller.key, op, s.now()) {
+			limited = true
 		}
 		s.mu.Unlock()
 		if limited {
@@ -515,9 +554,10 @@ func (s *mpaSandbox) listOrders(w http.ResponseWriter, r *http.Request) {
 		a, b := &acct.orders[matched[i]], &acct.orders[matched[j]]
 		return mpaBefore(a.updated, a.AmazonOrderID, b.updated, b.AmazonOrderID)
 	})
+	seller := r.Context().Value(mpaSellerKey{}).(mpaSeller)
 	page := make([]mpaOrder, 0, min(f.PageSize, len(matched)))
 	for _, i := range matched[:min(f.PageSize, len(matched))] {
-		o := acct.orders[i]
+		o := seller.redactPII(acct.orders[i], true)
 		o.MarketplaceID = f.Marketplace
 		page = append(page, o)
 	}
@@ -559,6 +599,7 @@ func (s *mpaSandbox) getOrder(w http.ResponseWriter, r *http.Request) {
 		mpaNoOrder(w, r)
 		return
 	}
+	o = r.Context().Value(mpaSellerKey{}).(mpaSeller).redactPII(o, false)
 	writeJSON(w, http.StatusOK, map[string]any{"payload": o})
 }
 
@@ -607,6 +648,7 @@ func (s *mpaSandbox) confirmShipment(w http.ResponseWriter, r *http.Request) {
 		PackageDetail *struct {
 			PackageReferenceID string `json:"packageReferenceId"`
 			CarrierCode        string `json:"carrierCode"`
+			CarrierName        string `json:"carrierName"`
 			TrackingNumber     string `json:"trackingNumber"`
 			ShipDate           string `json:"shipDate"`
 			OrderItems         []struct {
@@ -626,6 +668,18 @@ func (s *mpaSandbox) confirmShipment(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, err := time.Parse(time.RFC3339Nano, p.ShipDate); err != nil {
 		mpaError(w, http.StatusBadRequest, "InvalidInput", "Invalid Input", "")
+		return
+	}
+	if n, err := strconv.ParseUint(p.PackageReferenceID, 10, 63); err != nil || n == 0 {
+		mpaError(w, http.StatusBadRequest, "InvalidInput", "Invalid Input", "packageReferenceId must be a positive number.")
+		return
+	}
+	switch {
+	case !knownName(mpaCarrierCodes, p.CarrierCode, true):
+		mpaError(w, http.StatusBadRequest, "InvalidInput", "Invalid Input", "Invalid carrierCode "+p.CarrierCode+".")
+		return
+	case p.CarrierCode == "Other" && strings.TrimSpace(p.CarrierName) == "":
+		mpaError(w, http.StatusBadRequest, "InvalidInput", "Invalid Input", "carrierName is required when carrierCode is Other.")
 		return
 	}
 	s.mu.Lock()

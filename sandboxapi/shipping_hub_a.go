@@ -623,6 +623,10 @@ func (s *hubSandbox) markAsShipped(w http.ResponseWriter, r *http.Request) {
 		hubError(w, http.StatusBadRequest, "Invalid request parameters")
 		return
 	}
+	if !knownName(hubCarrierCodes, req.CarrierCode, true) {
+		hubError(w, http.StatusBadRequest, "Invalid carrierCode: "+req.CarrierCode)
+		return
+	}
 	now := s.now()
 	shipDay := hubDay(now)
 	if req.ShipDate != nil && *req.ShipDate != "" {

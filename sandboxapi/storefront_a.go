@@ -664,6 +664,11 @@ func (s *sfaSandbox) createFulfillment(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"errors": map[string]any{"fulfillment": "Required parameter missing or invalid"}})
 		return
 	}
+	if t := req.Fulfillment.TrackingInfo; t.Company != "" && t.URL == "" && !knownName(sfaTrackingCompanies, t.Company, false) {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"errors": map[string]any{
+			"tracking_company": []string{fmt.Sprintf("%q is not a tracking company the platform knows; give a tracking url with it", t.Company)}}})
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	shop := s.shopOf(r)

@@ -36,6 +36,11 @@ import (
 // add the system note the platform writes ("Order status changed from
 // Processing to Completed.").
 //
+// Credentials come as Basic auth or, as the platform allows over HTTPS,
+// as consumer_key/consumer_secret query parameters; a store whose host
+// starts "strip-auth." never sees the Authorization header (hosts that
+// strip it), so only the query parameters work there.
+//
 // Errors are {"code", "message", "data": {"status"}}: no or "sandbox-fail"
 // credentials are 401 woocommerce_rest_authentication_error; a store
 // whose first host label is "sandbox-fail", or a query value
@@ -45,6 +50,9 @@ import (
 // 404 rest_no_route.
 
 const (
+	// wcStripAuthHost: a store whose host starts so strips the
+	// Authorization header (only query-string credentials reach it).
+	wcStripAuthHost  = "strip-auth."
 	wcAPIRoot        = "/wp-json/wc/v3"
 	wcDefaultPerPage = 10
 	wcMaxPerPage     = 100
@@ -263,6 +271,16 @@ func wcError(w http.ResponseWriter, status int, code, msg string) {
 
 func (s *wcSandbox) serve(w http.ResponseWriter, r *http.Request, store, storePath, path string) {
 	key, secret, ok := r.BasicAuth()
+	if strings.HasPrefix(store, wcStripAuthHost) {
+		// A host that strips Authorization before the site sees it.
+		key, secret, ok = "", "", false
+	}
+	if !ok {
+		// The query-string credentials the platform takes over HTTPS.
+		q := r.URL.Query()
+		key, secret = q.Get("consumer_key"), q.Get("consumer_secret")
+		ok = key != "" && secret != ""
+	}
 	if !ok || strings.TrimSpace(key) == "" || strings.TrimSpace(secret) == "" {
 		wcError(w, http.StatusUnauthorized, "woocommerce_rest_cannot_view", "Sorry, you cannot list resources.")
 		return

@@ -225,7 +225,7 @@ func buildSfcStore(hash string) *sfcStore {
 		st.locations = append(st.locations, map[string]any{
 			"id": i + 1, "code": strings.ToUpper(strings.ReplaceAll(p.city, " ", "_")) + "_" + strconv.Itoa(i+1),
 			"label": p.city + " Location", "description": "Sandbox location in " + p.city, "managed_by_external_source": false,
-			"type_id": "PHYSICAL", "enabled": true, "is_default": i == 0, "time_zone": "Etc/UTC",
+			"type_id": "PHYSICAL", "enabled": true, "time_zone": "Etc/UTC",
 			"created_at": "2025-01-01T00:00:00.0001", "updated_at": "2025-02-02T00:00:00.0001", "storefront_visibility": true,
 			"address": map[string]any{"address1": fmt.Sprintf("%d %s", 100+seed.intn(800), pick(&seed, streets())), "address2": "",
 				"city": p.city, "state": p.provinceCode, "zip": p.zip, "email": "store@example.com",
@@ -655,6 +655,9 @@ func (s *sfcSandbox) createShipment(w http.ResponseWriter, r *http.Request) {
 		return
 	case !known:
 		sfcError(w, r, http.StatusBadRequest, "The field 'shipping_provider' is invalid.", nil)
+		return
+	case req.TrackingCarrier != "" && (provider != "" || !knownName(sfcCourierSlugs, req.TrackingCarrier, true)):
+		sfcError(w, r, http.StatusBadRequest, "The field 'tracking_carrier' is invalid.", nil)
 		return
 	}
 	s.mu.Lock()

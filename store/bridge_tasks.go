@@ -214,6 +214,7 @@ type FulfillmentCandidate struct {
 	OrderID         uuid.UUID  `db:"order_id"`
 	OrderExternalID string     `db:"order_external_id"`
 	Carrier         string     `db:"carrier"`
+	Service         string     `db:"service"`
 	TrackingNumber  string     `db:"tracking_number"`
 	ShipDate        *time.Time `db:"ship_date"`
 }
@@ -223,7 +224,7 @@ type FulfillmentCandidate struct {
 // not imported from that bridge, not pushed to it yet.
 func FulfillmentCandidates(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, limit int) ([]FulfillmentCandidate, error) {
 	rows, _ := db.Query(ctx, `
-SELECT s.id AS shipment_id, o.id AS order_id, o.external_id AS order_external_id, s.carrier, s.tracking_number, s.ship_date
+SELECT s.id AS shipment_id, o.id AS order_id, o.external_id AS order_external_id, s.carrier, s.service, s.tracking_number, s.ship_date
   FROM shipments s JOIN orders o ON o.id = s.order_id AND o.organization_id = s.organization_id
  WHERE s.organization_id = $1 AND o.bridge_id = $2 AND s.tracking_number IS NOT NULL
    AND NOT (s.external_id IS NOT NULL AND s.bridge_id IS NOT DISTINCT FROM $2)

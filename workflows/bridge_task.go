@@ -125,6 +125,13 @@ func BridgeTask(ctx workflow.Context, in BridgeTaskInput) (BridgeTaskResult, err
 			OrganizationID: in.OrganizationID, BridgeID: in.BridgeID,
 		}).Get(ctx, &res)
 		output = res
+		// A run whose every push the platform refused ends failed, with
+		// its counts recorded.
+		if err == nil && res.NothingPushed() && workflow.GetVersion(ctx, pushRefusedFailsVersion, workflow.DefaultVersion, 1) == 1 {
+			raw, _ := json.Marshal(res)
+			return BridgeTaskResult{}, finishFailedWith(ctx, in, temporal.NewNonRetryableApplicationError(
+				activities.TenantText(res.Failure()), activities.ErrTypePlatformPermanent, nil), raw)
+		}
 	default:
 		err = temporal.NewNonRetryableApplicationError(in.TaskName+" is not supported by this bridge type", activities.ErrTypeTaskNotSupported, nil)
 	}
@@ -186,12 +193,22 @@ func runPagedSync(ctx workflow.Context, in *BridgeTaskInput) (activities.SyncCou
 // (even while the run is being cancelled) and returns the failure, so the
 // run fails in Temporal too.
 func finishFailed(ctx workflow.Context, in BridgeTaskInput, err error) error {
+	return finishFailedWith(ctx, in, err, nil)
+}
+
+// pushRefusedFailsVersion: a push-fulfillment run that pushed nothing
+// because the platform refused every push fails (it completed before).
+const pushRefusedFailsVersion = "push-refused-fails"
+
+// finishFailedWith is finishFailed recording the task's output (its
+// counts) with the failure.
+func finishFailedWith(ctx workflow.Context, in BridgeTaskInput, err error, output json.RawMessage) error {
 	var a *activities.BridgeTaskActivities
 	msg, _ := taskFailureOf(err)
 	rctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	if recErr := workflow.ExecuteActivity(workflow.WithActivityOptions(rctx, bridgeTaskDBOptions), a.FinishBridgeTask, activities.FinishBridgeTaskInput{
-		OrganizationID: in.OrganizationID, TaskExecutionID: in.TaskExecutionID, Error: msg,
+		OrganizationID: in.OrganizationID, TaskExecutionID: in.TaskExecutionID, Error: msg, Output: output,
 	}).Get(rctx, nil); recErr != nil {
 		workflow.GetLogger(ctx).Warn("could not record the task failure", "TaskExecutionId", in.TaskExecutionID, "Error", recErr)
 	}

@@ -208,3 +208,39 @@ func TestBridgeTaskReplay(t *testing.T) {
 		})
 	}
 }
+
+// A push-fulfillment run whose every push the platform refused ends
+// failed (not completed as if all went well), its counts recorded with
+// the reason; one that pushed some and had some refused completes.
+func TestBridgeTaskPushRefusedFails(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		res    activities.PushFulfillmentsResult
+		failed bool
+	}{
+		{"all refused", activities.PushFulfillmentsResult{Refused: 2, Problems: []string{"shipment s1 (order 5001): unknown carrier"}}, true},
+		{"some pushed", activities.PushFulfillmentsResult{Pushed: 1, Refused: 1, Problems: []string{"x"}}, false},
+		{"already there", activities.PushFulfillmentsResult{AlreadyThere: 1, Refused: 1, Problems: []string{"x"}}, false},
+		{"nothing to push", activities.PushFulfillmentsResult{Problems: []string{}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, a := newBridgeTaskEnv(t)
+			expectStart(env, a, platforms.TaskPushFulfillment)
+			env.OnActivity(a.PushFulfillments, mock.Anything, mock.Anything).Return(tc.res, nil).Once()
+			var fin activities.FinishBridgeTaskInput
+			expectFinish(env, a, &fin)
+			env.ExecuteWorkflow(BridgeTask, BridgeTaskInput{OrganizationID: btOrg, TaskExecutionID: btExec})
+			var out activities.PushFulfillmentsResult
+			require.NoError(t, json.Unmarshal(fin.Output, &out))
+			require.Equal(t, tc.res, out)
+			if !tc.failed {
+				require.NoError(t, env.GetWorkflowError())
+				require.Empty(t, fin.Error)
+				return
+			}
+			require.Error(t, env.GetWorkflowError())
+			require.Contains(t, fin.Error, "refused all 2 fulfillment pushes")
+			require.Contains(t, fin.Error, "unknown carrier")
+		})
+	}
+}
