@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/routing"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/worker"
 )
@@ -10,6 +12,7 @@ import (
 // activities, operation execution and the agent's tools.
 type domains struct {
 	shipping *shipping.Service
+	routing  *routing.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -21,5 +24,15 @@ func newDomains(d Deps, s *Server) domains {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
-	return domains{shipping: shipping.New(sd)}
+	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
+	return domains{shipping: shipping.New(sd), routing: routing.New(rd)}
+}
+
+// dispatchStarter starts DispatchAssignment runs on the bulk task queue
+// (nil without Temporal: assignments stay pending).
+func (s *Server) dispatchStarter() rules.DispatchStarter {
+	if s.temporal == nil {
+		return nil
+	}
+	return rules.TemporalDispatch{Client: s.temporal, TaskQueue: s.bulkTaskQueue, Options: worker.StartOptions}
 }

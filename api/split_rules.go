@@ -305,3 +305,18 @@ func (s *Server) testSplitRule(w http.ResponseWriter, r *http.Request) error {
 	writeData(w, http.StatusOK, map[string]any{"wouldSplit": plan.WouldSplit, "reason": plan.Reason, "groups": groups})
 	return nil
 }
+
+// conditionSetsError names, by the path each was referenced at, the
+// condition sets a write named that are not the organization's
+// (store.MissingConditionSetsError); any other error is returned as it is.
+func conditionSetsError(err error, setPaths map[uuid.UUID]string) error {
+	var missing *store.MissingConditionSetsError
+	if !errors.As(err, &missing) {
+		return err
+	}
+	details := make([]FieldError, 0, len(missing.IDs))
+	for _, id := range missing.IDs {
+		details = append(details, FieldError{Field: setPaths[id], Message: "must be a condition set of this organization"})
+	}
+	return errValidation(details...)
+}
