@@ -27,7 +27,7 @@ var layeringAllowlist = map[string][]string{
 	"locations.go": {storePkg}, "orders.go": {storePkg}, "organizations.go": {storePkg},
 	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg}, "resync.go": {storePkg, workflowsPkg},
 	"router.go": {storePkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
-	"split_rules.go": {storePkg}, "task_executions.go": {storePkg, workflowsPkg},
+	"task_executions.go": {storePkg, workflowsPkg},
 	"transformations.go": {storePkg}, "webhooks.go": {storePkg},
 }
 

@@ -244,3 +244,41 @@ func TestDispatcherCRUDAsAgent(t *testing.T) {
 	// A dispatcher with a pending assignment cannot be deleted.
 	require.ErrorIs(t, svc.DeleteDispatcher(ctx, agent, d.ID), domain.ErrConflict)
 }
+
+// Split rules: the domain names every problem of a create, checks the
+// method's companion field against the stored rule on update, and dry runs
+// only the organization's orders.
+func TestSplitRulesAsAgent(t *testing.T) {
+	f := newFixture(t)
+	svc := routing.New(routing.Deps{Store: f.s})
+	ctx := t.Context()
+	agent := domain.Actor{Kind: domain.ActorAgent, OrganizationID: f.org, Scoped: true, Scopes: []string{"dispatchers:read", "dispatchers:write"}}
+
+	bad := "bogus"
+	_, err := svc.CreateSplitRule(ctx, agent, routing.SplitRuleInput{Method: &bad})
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, "name", de.Fields[0].Field)
+	require.Equal(t, "method", de.Fields[1].Field)
+
+	name, method, field := "By vendor", "field_group", "lineItems.vendor"
+	rule, err := svc.CreateSplitRule(ctx, agent, routing.SplitRuleInput{Name: &name, Method: &method, GroupField: &field, BridgeIDSet: true, BridgeID: &f.shop})
+	require.NoError(t, err)
+	require.Equal(t, field, *rule.GroupField)
+
+	// Clearing the group field of a field_group rule leaves it incomplete.
+	empty := ""
+	_, err = svc.UpdateSplitRule(ctx, agent, rule.ID, routing.SplitRuleInput{GroupField: &empty})
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, "groupField", de.Fields[0].Field)
+
+	plan, err := svc.TestSplitRule(ctx, agent, rule.ID, f.order)
+	require.NoError(t, err)
+	require.False(t, plan.WouldSplit)
+	_, err = svc.TestSplitRule(ctx, agent, rule.ID, f.otherOrderID)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	_, err = svc.GetSplitRule(ctx, domain.Actor{Kind: domain.ActorAgent, OrganizationID: f.otherOrg}, rule.ID)
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	require.NoError(t, svc.DeleteSplitRule(ctx, agent, rule.ID))
+	require.ErrorIs(t, svc.DeleteSplitRule(ctx, agent, rule.ID), domain.ErrNotFound)
+}
