@@ -1,24 +1,21 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/fos-dev/fos/rules"
+	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules/cond"
-	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/worker"
 )
 
 // mountDispatchers registers the dispatcher endpoints (Part 2,
-// Dispatchers; scopes dispatchers:*).
+// Dispatchers; scopes dispatchers:*). The operations are routing.Service's.
 func (s *Server) mountDispatchers(r chi.Router) {
 	read := r.With(s.scope("dispatchers:read"))
 	write := r.With(s.scope("dispatchers:write"))
@@ -33,18 +30,6 @@ func (s *Server) mountDispatchers(r chi.Router) {
 	read.Get("/dispatchers/{id}/assignments", s.h(s.listAssignments))
 	write.Post("/dispatchers/{id}/assign", s.h(s.bulkAssign))
 }
-
-// Bounds of dispatchers (Part 2) and of their batch endpoints.
-const (
-	dispatcherNameMax    = 100
-	dispatcherDescMax    = 500
-	dispatcherPrioMax    = 1000
-	dispatcherSourcesMax = 50
-	bulkAssignMax        = 200
-	processDefaultLimit  = 100
-	processMaxLimit      = 1000
-	retryIDsMax          = 1000
-)
 
 // dispatcherJSON is the Dispatcher resource (camelCase).
 type dispatcherJSON struct {
@@ -66,7 +51,7 @@ type dispatcherJSON struct {
 	UpdatedAt           time.Time       `json:"updatedAt"`
 }
 
-func toDispatcherJSON(d store.Dispatcher) dispatcherJSON {
+func toDispatcherJSON(d routing.Dispatcher) dispatcherJSON {
 	return dispatcherJSON{
 		ID: d.ID, OrganizationID: d.OrganizationID, Name: d.Name, Description: d.Description,
 		SourceBridgeIDs: d.SourceBridgeIDs, DestinationBridgeID: d.DestinationBridgeID, DestinationConfig: d.DestinationConfig,
@@ -75,11 +60,12 @@ func toDispatcherJSON(d store.Dispatcher) dispatcherJSON {
 	}
 }
 
-// assignmentJSON is the Dispatch assignment resource (camelCase).
+// assignmentJSON is the Dispatch assignment resource (camelCase);
+// dispatcherId is null for an order dispatched directly (an operation's).
 type assignmentJSON struct {
 	ID                  uuid.UUID       `json:"id"`
 	OrganizationID      uuid.UUID       `json:"organizationId"`
-	DispatcherID        uuid.UUID       `json:"dispatcherId"`
+	DispatcherID        *uuid.UUID      `json:"dispatcherId"`
 	OrderID             uuid.UUID       `json:"orderId"`
 	DestinationBridgeID uuid.UUID       `json:"destinationBridgeId"`
 	Status              string          `json:"status"`
@@ -93,7 +79,7 @@ type assignmentJSON struct {
 	UpdatedAt           time.Time       `json:"updatedAt"`
 }
 
-func toAssignmentJSON(a store.DispatchAssignment) assignmentJSON {
+func toAssignmentJSON(a routing.Assignment) assignmentJSON {
 	md := a.Metadata
 	if len(md) == 0 {
 		md = json.RawMessage(`{}`)
@@ -104,32 +90,6 @@ func toAssignmentJSON(a store.DispatchAssignment) assignmentJSON {
 		ProcessedAt: a.ProcessedAt, ErrorMessage: a.ErrorMessage, RetryCount: a.RetryCount, Metadata: md,
 		AssignedAt: a.AssignedAt, CreatedAt: a.CreatedAt, UpdatedAt: a.UpdatedAt,
 	}
-}
-
-func toAssignmentsJSON(as []store.DispatchAssignment) []assignmentJSON {
-	out := make([]assignmentJSON, 0, len(as))
-	for _, a := range as {
-		out = append(out, toAssignmentJSON(a))
-	}
-	return out
-}
-
-// dispatchHooks is the order hooks' dispatcher evaluation (a *rules.Hooks
-// over the store when the configured hooks are something else).
-func (s *Server) dispatchHooks() *rules.Hooks {
-	if h, ok := s.orderHooks.(*rules.Hooks); ok {
-		return h
-	}
-	return &rules.Hooks{Store: s.store, Log: s.log, Dispatcher: s.dispatchStarter()}
-}
-
-// dispatchStarter starts DispatchAssignment runs on the bulk task queue
-// (nil without Temporal: assignments stay pending).
-func (s *Server) dispatchStarter() rules.DispatchStarter {
-	if s.temporal == nil {
-		return nil
-	}
-	return rules.TemporalDispatch{Client: s.temporal, TaskQueue: s.bulkTaskQueue, Options: worker.StartOptions}
 }
 
 func (s *Server) listDispatchers(w http.ResponseWriter, r *http.Request) error {
@@ -145,39 +105,42 @@ func (s *Server) listDispatchers(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	f := store.DispatcherFilter{SourceBridgeID: src, DestinationBridgeID: dst, Limit: p.Limit, Offset: p.Offset()}
+	in := routing.ListDispatchersInput{SourceBridgeID: src, DestinationBridgeID: dst, Limit: p.Limit, Offset: p.Offset()}
 	if active != "" {
 		b := active == "true"
-		f.IsActive = &b
+		in.IsActive = &b
 	}
-	list, total, err := store.ListDispatchers(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, f)
+	page, err := s.routing.ListDispatchers(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
-	writeList(w, mapSlice(list, toDispatcherJSON), p, total)
+	writeList(w, mapSlice(page.Items, toDispatcherJSON), p, page.Total)
 	return nil
 }
 
 func (s *Server) getDispatcher(w http.ResponseWriter, r *http.Request) error {
-	return writeByID(s, w, r, "dispatcher", store.DispatcherByID, toDispatcherJSON)
+	id, err := pathID(r, "id", "dispatcher")
+	if err != nil {
+		return err
+	}
+	d, err := s.routing.GetDispatcher(r.Context(), actorOf(r), id)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toDispatcherJSON(d))
+	return nil
 }
 
 func (s *Server) createDispatcher(w http.ResponseWriter, r *http.Request) error {
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	d := store.Dispatcher{ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID, IsActive: true, MatchMode: "all",
-		TriggerOn: []string{rules.TriggerOrderCreated}, DestinationConfig: json.RawMessage(`{}`)}
-	setPaths, err := applyDispatcherBody(&d, body, true)
+	in, err := decodeDispatcher(r, true)
 	if err != nil {
 		return err
 	}
-	out, err := store.CreateDispatcher(r.Context(), s.store, d)
+	d, err := s.routing.CreateDispatcher(r.Context(), actorOf(r), in)
 	if err != nil {
-		return dispatcherWriteError(err, setPaths)
+		return err
 	}
-	writeData(w, http.StatusCreated, toDispatcherJSON(out))
+	writeData(w, http.StatusCreated, toDispatcherJSON(d))
 	return nil
 }
 
@@ -186,196 +149,16 @@ func (s *Server) updateDispatcher(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	orgID := mustPrincipal(r).OrganizationID
-	d, err := store.DispatcherByID(r.Context(), s.store.Pool, orgID, id)
-	if err != nil {
-		return notFoundAs(err, "dispatcher")
-	}
-	setPaths, err := applyDispatcherBody(&d, body, false)
+	in, err := decodeDispatcher(r, false)
 	if err != nil {
 		return err
 	}
-	out, err := store.UpdateDispatcher(r.Context(), s.store, d)
+	d, err := s.routing.UpdateDispatcher(r.Context(), actorOf(r), id, in)
 	if err != nil {
-		return notFoundAs(dispatcherWriteError(err, setPaths), "dispatcher")
+		return err
 	}
-	writeData(w, http.StatusOK, toDispatcherJSON(out))
+	writeData(w, http.StatusOK, toDispatcherJSON(d))
 	return nil
-}
-
-// dispatcherWriteError names the field a refused write came from.
-func dispatcherWriteError(err error, setPaths map[uuid.UUID]string) error {
-	switch {
-	case errors.Is(err, store.ErrDispatcherSource):
-		return errValidation(FieldError{Field: "sourceBridgeIds", Message: "must be bridges of this organization"})
-	case errors.Is(err, store.ErrDispatcherDestination):
-		return errValidation(FieldError{Field: "destinationBridgeId", Message: "must be a bridge of this organization"})
-	case errors.Is(err, store.ErrConflict):
-		return errConflict("a dispatcher with this name already exists")
-	}
-	return conditionSetsError(err, setPaths)
-}
-
-// conditionSetsError names, by the path each was referenced at, the
-// condition sets a write named that are not the organization's
-// (store.MissingConditionSetsError); any other error is returned as it is.
-func conditionSetsError(err error, setPaths map[uuid.UUID]string) error {
-	var missing *store.MissingConditionSetsError
-	if !errors.As(err, &missing) {
-		return err
-	}
-	details := make([]FieldError, 0, len(missing.IDs))
-	for _, id := range missing.IDs {
-		details = append(details, FieldError{Field: setPaths[id], Message: "must be a condition set of this organization"})
-	}
-	return errValidation(details...)
-}
-
-// uuidList reads an array of UUIDs of lo-hi elements, without repeats.
-func (f bodyFields) uuidList(key string, required bool, lo, hi int) ([]uuid.UUID, bool) {
-	raw, ok := f.get(key, required)
-	if !ok {
-		return nil, false
-	}
-	arr, isArr := raw.([]any)
-	if !isArr {
-		f.v.add(f.name(key), "must be an array of UUIDs")
-		return nil, false
-	}
-	if len(arr) < lo || len(arr) > hi {
-		f.v.add(f.name(key), fmt.Sprintf("must hold %d-%d ids", lo, hi))
-		return nil, false
-	}
-	out := make([]uuid.UUID, 0, len(arr))
-	seen := make(map[uuid.UUID]bool, len(arr))
-	for i, el := range arr {
-		str, isStr := el.(string)
-		u, err := uuid.Parse(str)
-		if !isStr || err != nil {
-			f.v.add(fmt.Sprintf("%s[%d]", f.name(key), i), "must be a UUID")
-			return nil, false
-		}
-		if !seen[u] {
-			seen[u] = true
-			out = append(out, u)
-		}
-	}
-	return out, true
-}
-
-// applyDispatcherBody validates a create (every field, with defaults) or
-// update body onto d and returns where each referenced condition set is
-// named (for errors).
-func applyDispatcherBody(d *store.Dispatcher, body jsonBody, create bool) (map[uuid.UUID]string, error) {
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	has := func(k string) bool { _, ok := body[k]; return ok }
-	sent := func(k string) bool { return create || has(k) }
-	if sent("name") {
-		d.Name = deref(f.str("name", true, dispatcherNameMax))
-	}
-	if sent("description") {
-		d.Description = f.str("description", false, dispatcherDescMax)
-	}
-	if sent("sourceBridgeIds") {
-		if ids, ok := f.uuidList("sourceBridgeIds", true, 1, dispatcherSourcesMax); ok {
-			d.SourceBridgeIDs = ids
-		}
-	}
-	// The destination is fixed at creation: PATCH does not list it (Part 2)
-	// and its assignments name it, so an update ignores it.
-	if create {
-		if id := f.str("destinationBridgeId", true, 100); id != nil {
-			if u, err := uuid.Parse(*id); err != nil {
-				v.add("destinationBridgeId", "must be a UUID")
-			} else {
-				d.DestinationBridgeID = u
-			}
-		}
-	}
-	if has("destinationConfig") && body["destinationConfig"] != nil {
-		if m, ok := body["destinationConfig"].(map[string]any); ok {
-			d.DestinationConfig = orderJSONOf(m)
-		} else {
-			v.add("destinationConfig", "must be an object")
-		}
-	}
-	if has("matchMode") && body["matchMode"] != nil {
-		d.MatchMode = f.enum("matchMode", false, d.MatchMode, store.DispatcherMatchModes)
-	}
-	if has("triggerOn") && body["triggerOn"] != nil {
-		arr, ok := body["triggerOn"].([]any)
-		if !ok || len(arr) == 0 {
-			v.add("triggerOn", "must be a non-empty array of "+fmt.Sprint(store.DispatcherTriggers))
-		} else {
-			var trig []string
-			for i, el := range arr {
-				s, _ := el.(string)
-				if !v.oneOf(fmt.Sprintf("triggerOn[%d]", i), s, store.DispatcherTriggers...) {
-					continue
-				}
-				dup := false
-				for _, t := range trig {
-					dup = dup || t == s
-				}
-				if !dup {
-					trig = append(trig, s)
-				}
-			}
-			d.TriggerOn = trig
-		}
-	}
-	if has("isActive") && body["isActive"] != nil {
-		if b := f.boolean("isActive", false); b != nil {
-			d.IsActive = *b
-		}
-	}
-	if has("priority") && body["priority"] != nil {
-		if n := f.number("priority", false, 0, dispatcherPrioMax, true); n != nil {
-			d.Priority = int(*n)
-		}
-	}
-	var conds []cond.Condition
-	if sent("conditions") {
-		var errs []cond.FieldError
-		if body["conditions"] == nil {
-			errs = []cond.FieldError{{Field: "conditions", Message: "is required"}}
-		} else {
-			conds, errs = cond.Decode(body["conditions"], "conditions", 1, 50)
-		}
-		for _, e := range errs {
-			v.add(e.Field, e.Message)
-		}
-		if errs == nil {
-			d.Conditions = orderJSONOf(conds)
-		}
-	} else {
-		_ = json.Unmarshal(d.Conditions, &conds)
-	}
-	for _, src := range d.SourceBridgeIDs {
-		if src == d.DestinationBridgeID && d.DestinationBridgeID != uuid.Nil {
-			v.add("destinationBridgeId", "must differ from every source bridge")
-			break
-		}
-	}
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	paths := map[uuid.UUID]string{}
-	d.ConditionSetIDs = []uuid.UUID{}
-	for i, c := range conds {
-		if c.SetID != nil {
-			if _, seen := paths[*c.SetID]; !seen {
-				paths[*c.SetID] = fmt.Sprintf("conditions[%d].setId", i)
-				d.ConditionSetIDs = append(d.ConditionSetIDs, *c.SetID)
-			}
-		}
-	}
-	return paths, nil
 }
 
 func (s *Server) deleteDispatcher(w http.ResponseWriter, r *http.Request) error {
@@ -383,12 +166,8 @@ func (s *Server) deleteDispatcher(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	err = store.DeleteDispatcher(r.Context(), s.store, mustPrincipal(r).OrganizationID, id)
-	if errors.Is(err, store.ErrDispatcherBusy) {
-		return errConflict("the dispatcher has pending or processing assignments")
-	}
-	if err != nil {
-		return notFoundAs(err, "dispatcher")
+	if err := s.routing.DeleteDispatcher(r.Context(), actorOf(r), id); err != nil {
+		return err
 	}
 	writeSuccess(w)
 	return nil
@@ -403,20 +182,16 @@ func (s *Server) listAssignments(w http.ResponseWriter, r *http.Request) error {
 	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
 	details.collect(err)
-	status, err := queryEnum(r, "status", store.AssignmentStatuses...)
+	status, err := queryEnum(r, "status", routing.AssignmentStatuses...)
 	details.collect(err)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	orgID := mustPrincipal(r).OrganizationID
-	if _, err := store.DispatcherByID(r.Context(), s.store.Pool, orgID, id); err != nil {
-		return notFoundAs(err, "dispatcher")
-	}
-	list, total, err := store.ListAssignments(r.Context(), s.store.Pool, orgID, id, status, p.Limit, p.Offset())
+	page, err := s.routing.ListAssignments(r.Context(), actorOf(r), id, routing.ListAssignmentsInput{Status: status, Limit: p.Limit, Offset: p.Offset()})
 	if err != nil {
 		return err
 	}
-	writeList(w, toAssignmentsJSON(list), p, total)
+	writeList(w, mapSlice(page.Items, toAssignmentJSON), p, page.Total)
 	return nil
 }
 
@@ -427,21 +202,16 @@ func (s *Server) evaluateDispatchers(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	orgID := mustPrincipal(r).OrganizationID
-	if _, err := store.OrderByID(r.Context(), s.store.Pool, orgID, orderID); err != nil {
-		return notFoundAs(err, "order")
-	}
-	created, err := s.dispatchHooks().Dispatch(context.WithoutCancel(r.Context()), orgID, orderID, rules.TriggerManual)
+	created, err := s.routing.EvaluateDispatchers(r.Context(), actorOf(r), orderID)
 	if err != nil {
 		return err
 	}
-	writeData(w, http.StatusOK, map[string]any{"orderId": orderID, "assignmentsCreated": len(created), "assignments": toAssignmentsJSON(created)})
+	writeData(w, http.StatusOK, map[string]any{"orderId": orderID, "assignmentsCreated": len(created), "assignments": mapSlice(created, toAssignmentJSON)})
 	return nil
 }
 
 // bulkAssign assigns 1-200 orders to the dispatcher's destination,
-// bypassing its conditions; orders already assigned to that destination
-// (and ids that are not orders of the organization) are skipped.
+// bypassing its conditions (routing.BulkAssign).
 func (s *Server) bulkAssign(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id", "dispatcher")
 	if err != nil {
@@ -453,125 +223,84 @@ func (s *Server) bulkAssign(w http.ResponseWriter, r *http.Request) error {
 	}
 	var v validator
 	f := bodyFields{v: &v, m: body}
-	ids, _ := f.uuidList("orderIds", true, 1, bulkAssignMax)
+	ids := f.uuids("orderIds", true)
 	if err := v.err(); err != nil {
 		return err
 	}
-	orgID := mustPrincipal(r).OrganizationID
-	d, err := store.DispatcherByID(r.Context(), s.store.Pool, orgID, id)
-	if err != nil {
-		return notFoundAs(err, "dispatcher")
-	}
-	created, err := store.CreateAssignments(r.Context(), s.store.Pool, d, ids, map[string]any{"trigger": "bulk_assign"})
+	res, err := s.routing.BulkAssign(r.Context(), actorOf(r), id, ids)
 	if err != nil {
 		return err
 	}
-	if err := s.dispatchHooks().StartAssignments(context.WithoutCancel(r.Context()), orgID, created); err != nil {
-		s.log.WarnContext(r.Context(), "start dispatch assignments; they stay pending", append(logAttrs(r), "error", err)...)
-	}
-	writeData(w, http.StatusOK, map[string]any{"assigned": len(created), "skipped": len(ids) - len(created)})
+	writeData(w, http.StatusOK, map[string]any{"assigned": res.Assigned, "skipped": res.Skipped})
 	return nil
 }
 
 // processAssignments starts the runs of pending assignments (optionally of
 // one destination bridge), through the bulk queue.
 func (s *Server) processAssignments(w http.ResponseWriter, r *http.Request) error {
-	var body jsonBody
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &body); err != nil {
-			return err
-		}
+	body, err := optionalBody(r)
+	if err != nil {
+		return err
 	}
 	var v validator
 	f := bodyFields{v: &v, m: body}
-	var dest *uuid.UUID
+	var in routing.ProcessAssignmentsInput
 	if raw := f.str("bridgeId", false, 100); raw != nil {
 		if u, err := uuid.Parse(*raw); err != nil {
 			v.add("bridgeId", "must be a UUID")
 		} else {
-			dest = &u
+			in.BridgeID = &u
 		}
 	}
-	limit := processDefaultLimit
-	if n := f.number("limit", false, 1, processMaxLimit, true); n != nil {
-		limit = int(*n)
+	in.Limit = f.integer("limit")
+	if !v.ok() {
+		return validation(&v, in.Validate(), "bridgeId", "limit")
 	}
-	if err := v.err(); err != nil {
-		return err
-	}
-	orgID := mustPrincipal(r).OrganizationID
-	pending, err := store.PendingAssignments(r.Context(), s.store.Pool, orgID, dest, limit)
+	res, err := s.routing.ProcessAssignments(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
-	queued, errCount := 0, 0
-	if starter := s.dispatchStarter(); starter != nil && len(pending) > 0 {
-		ids := make([]uuid.UUID, len(pending))
-		for i, a := range pending {
-			ids[i] = a.ID
-		}
-		queued, err = starter.StartAssignments(context.WithoutCancel(r.Context()), orgID, ids)
-		errCount = len(ids) - queued
-		if err != nil {
-			s.log.WarnContext(r.Context(), "start dispatch assignments", append(logAttrs(r), "error", err)...)
-		}
-	} else {
-		errCount = len(pending)
-	}
-	writeData(w, http.StatusOK, map[string]any{"processed": len(pending), "queued": queued, "errors": errCount})
+	writeData(w, http.StatusOK, map[string]any{"processed": res.Processed, "queued": res.Queued, "errors": res.Errors})
 	return nil
 }
 
 // retryAssignments resets failed assignments to pending (retryCount 0) and
 // starts them again.
 func (s *Server) retryAssignments(w http.ResponseWriter, r *http.Request) error {
-	var body jsonBody
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &body); err != nil {
-			return err
-		}
+	body, err := optionalBody(r)
+	if err != nil {
+		return err
 	}
 	var v validator
 	f := bodyFields{v: &v, m: body}
 	var ids []uuid.UUID
-	if has := body["assignmentIds"]; has != nil {
-		ids, _ = f.uuidList("assignmentIds", false, 0, retryIDsMax)
-		if ids == nil {
+	if body["assignmentIds"] != nil {
+		if ids = f.uuids("assignmentIds", false); ids == nil {
 			ids = []uuid.UUID{}
 		}
 	}
 	if err := v.err(); err != nil {
 		return err
 	}
-	orgID := mustPrincipal(r).OrganizationID
-	reset, err := store.ResetFailedAssignments(r.Context(), s.store.Pool, orgID, ids)
+	reset, err := s.routing.RetryAssignments(r.Context(), actorOf(r), ids)
 	if err != nil {
 		return err
 	}
-	if starter := s.dispatchStarter(); starter != nil && len(reset) > 0 {
-		if _, err := starter.StartAssignments(context.WithoutCancel(r.Context()), orgID, reset); err != nil {
-			s.log.WarnContext(r.Context(), "start dispatch assignments; they stay pending", append(logAttrs(r), "error", err)...)
-		}
-	}
-	writeData(w, http.StatusOK, map[string]any{"reset": len(reset)})
+	writeData(w, http.StatusOK, map[string]any{"reset": reset})
 	return nil
 }
 
 // pageAssignments loads the assignments of a page of orders in one query
 // (nil when not asked for).
-func (s *Server) pageAssignments(r *http.Request, orgID uuid.UUID, want bool, items []store.OrderListItem) ([]store.DispatchAssignment, error) {
-	if !want || len(items) == 0 {
+func (s *Server) pageAssignments(r *http.Request, want bool, ids []uuid.UUID) ([]routing.Assignment, error) {
+	if !want || len(ids) == 0 {
 		return nil, nil
 	}
-	ids := make([]uuid.UUID, len(items))
-	for i, it := range items {
-		ids[i] = it.ID
-	}
-	return store.AssignmentsOfOrders(r.Context(), s.store.Pool, orgID, ids)
+	return s.routing.AssignmentsOfOrders(r.Context(), actorOf(r), ids)
 }
 
 // assignmentsOf is the JSON array of an order's assignments, newest first.
-func assignmentsOf(all []store.DispatchAssignment, orderID uuid.UUID) json.RawMessage {
+func assignmentsOf(all []routing.Assignment, orderID uuid.UUID) json.RawMessage {
 	out := make([]assignmentJSON, 0)
 	for _, a := range all {
 		if a.OrderID == orderID {
@@ -580,4 +309,149 @@ func assignmentsOf(all []store.DispatchAssignment, orderID uuid.UUID) json.RawMe
 	}
 	raw, _ := json.Marshal(out)
 	return raw
+}
+
+// Request bodies of the routing endpoints, decoded into routing's inputs.
+// Decoding names what is of the wrong JSON type; the domain names the
+// rest (required fields, bounds, enums, conditions), and one response
+// names every problem (bodyError).
+
+// dispatcherFields is the order a dispatcher body's problems are named in.
+var dispatcherFields = []string{"name", "description", "sourceBridgeIds", "destinationBridgeId", "destinationConfig",
+	"matchMode", "triggerOn", "isActive", "priority", "conditions"}
+
+// decodeDispatcher reads a dispatcher create (every field, null is
+// missing) or update (the fields sent) body.
+func decodeDispatcher(r *http.Request, create bool) (routing.DispatcherInput, error) {
+	var body jsonBody
+	if err := decodeJSON(r, &body); err != nil {
+		return routing.DispatcherInput{}, err
+	}
+	v := &validator{}
+	f := bodyFields{v: v, m: body}
+	has := func(k string) bool { _, ok := body[k]; return ok }
+	sent := func(k string) bool { return create || has(k) }
+	var in routing.DispatcherInput
+	if sent("name") {
+		in.Name = f.rawText("name")
+	}
+	if sent("description") {
+		in.Description = f.rawText("description")
+	}
+	if sent("sourceBridgeIds") {
+		ids := f.uuids("sourceBridgeIds", false)
+		in.SourceBridgeIDs = &ids
+	}
+	if create {
+		if s := f.rawText("destinationBridgeId"); s != nil && *s != "" {
+			if u, err := uuid.Parse(*s); err != nil {
+				v.add("destinationBridgeId", "must be a UUID")
+			} else {
+				in.DestinationBridgeID = &u
+			}
+		}
+	}
+	if body["destinationConfig"] != nil {
+		if m, ok := body["destinationConfig"].(map[string]any); ok {
+			in.DestinationConfig = m
+		} else {
+			v.add("destinationConfig", "must be an object")
+		}
+	}
+	if body["matchMode"] != nil {
+		mode, _ := body["matchMode"].(string)
+		in.MatchMode = &mode
+	}
+	if body["triggerOn"] != nil {
+		if arr, ok := body["triggerOn"].([]any); ok && len(arr) > 0 {
+			in.TriggerOn = make([]string, len(arr))
+			for i, el := range arr {
+				in.TriggerOn[i], _ = el.(string)
+			}
+		} else {
+			v.add("triggerOn", "must be a non-empty array of "+fmt.Sprint(routing.DispatcherTriggers))
+		}
+	}
+	in.IsActive = f.boolean("isActive", false)
+	in.Priority = f.integer("priority")
+	if sent("conditions") {
+		in.ConditionsSet, in.Conditions = true, body["conditions"]
+	}
+	if v.ok() {
+		return in, nil // the domain validates the rest
+	}
+	return in, validation(v, in.Validate(create), dispatcherFields...)
+}
+
+// optionalBody decodes a body that may be empty.
+func optionalBody(r *http.Request) (jsonBody, error) {
+	var body jsonBody
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &body); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// rawText is a string field, trimmed ("" when sent as null: the domain
+// decides whether it is required); nil when it is not a string.
+func (f bodyFields) rawText(key string) *string {
+	raw := f.m[key]
+	if raw == nil {
+		empty := ""
+		return &empty
+	}
+	s, ok := raw.(string)
+	if !ok {
+		f.v.add(f.name(key), "must be a string")
+		return nil
+	}
+	return &s
+}
+
+// integer is an integer field for the domain's bounds (nil: absent, or
+// named here when it is not an integer); huge values are clamped.
+func (f bodyFields) integer(key string) *int {
+	raw, ok := f.get(key, false)
+	if !ok {
+		return nil
+	}
+	n, isNum := rateNumber(raw)
+	switch {
+	case !isNum:
+		f.v.add(f.name(key), "must be a number")
+		return nil
+	case n != math.Trunc(n):
+		f.v.add(f.name(key), "must be an integer")
+		return nil
+	}
+	i := int(math.Max(math.Min(n, math.MaxInt32), math.MinInt32))
+	return &i
+}
+
+// uuids is an array of UUIDs as sent (repeats kept: the domain counts
+// and drops them); nil when it is null (named when required) or not an
+// array of UUIDs.
+func (f bodyFields) uuids(key string, required bool) []uuid.UUID {
+	raw, ok := f.get(key, required)
+	if !ok {
+		return nil
+	}
+	arr, isArr := raw.([]any)
+	if !isArr {
+		f.v.add(f.name(key), "must be an array of UUIDs")
+		return nil
+	}
+	out := make([]uuid.UUID, 0, len(arr))
+	for i, el := range arr {
+		str, isStr := el.(string)
+		u, err := uuid.Parse(str)
+		if !isStr || err != nil {
+			f.v.add(fmt.Sprintf("%s[%d]", f.name(key), i), "must be a UUID")
+			return nil
+		}
+		out = append(out, u)
+	}
+	return out
 }

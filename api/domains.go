@@ -3,6 +3,8 @@ package api
 import (
 	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/operations"
+	"github.com/fos-dev/fos/routing"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/worker"
 )
@@ -16,6 +18,7 @@ type domains struct {
 	// insights reads operations through insights.OperationSource: none is
 	// wired yet, so an operation is not found.
 	insights *insights.Service
+	routing  *routing.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -28,7 +31,13 @@ func newDomains(d Deps, s *Server) domains {
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
 	sh := shipping.New(sd)
-	return domains{shipping: sh, operations: newOperations(d, sh), insights: insights.New(insights.Deps{Store: d.Store})}
+	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
+	return domains{
+		shipping:   sh,
+		operations: newOperations(d, sh),
+		insights:   insights.New(insights.Deps{Store: d.Store}),
+		routing:    routing.New(rd),
+	}
 }
 
 // newOperations builds the operations Service: labels through the shipping
@@ -43,4 +52,13 @@ func newOperations(d Deps, sh *shipping.Service) *operations.Service {
 		od.Runs = worker.TemporalOperations{Client: d.Temporal, TaskQueue: queue, Log: d.Logger, Tune: d.OperationTune}
 	}
 	return operations.New(od)
+}
+
+// dispatchStarter starts DispatchAssignment runs on the bulk task queue
+// (nil without Temporal: assignments stay pending).
+func (s *Server) dispatchStarter() rules.DispatchStarter {
+	if s.temporal == nil {
+		return nil
+	}
+	return rules.TemporalDispatch{Client: s.temporal, TaskQueue: s.bulkTaskQueue, Options: worker.StartOptions}
 }

@@ -296,7 +296,11 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	assigned, err := s.pageAssignments(r, orgID, inc.dispatchAssignments, items)
+	orderIDs := make([]uuid.UUID, len(items))
+	for i, it := range items {
+		orderIDs[i] = it.ID
+	}
+	assigned, err := s.pageAssignments(r, inc.dispatchAssignments, orderIDs)
 	if err != nil {
 		return err
 	}
@@ -384,7 +388,7 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 		out.Bridge = orderBridgeOf(bridges, o.BridgeID)
 	}
 	if inc.dispatchAssignments {
-		as, err := store.AssignmentsOfOrders(r.Context(), s.store.Pool, orgID, []uuid.UUID{o.ID})
+		as, err := s.pageAssignments(r, true, []uuid.UUID{o.ID})
 		if err != nil {
 			return err
 		}

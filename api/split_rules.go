@@ -2,17 +2,14 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
-	"github.com/fos-dev/fos/rules/cond"
-	"github.com/fos-dev/fos/store"
 )
 
 // mountSplitRules registers the split rule endpoints (Part 2, Split rules;
@@ -27,13 +24,6 @@ func (s *Server) mountSplitRules(r chi.Router) {
 	write.Delete("/split-rules/{id}", s.h(s.deleteSplitRule))
 	write.Post("/split-rules/{id}/test", s.h(s.testSplitRule))
 }
-
-// Bounds the specification leaves open (those of dispatchers).
-const (
-	splitRuleNameMax = 100
-	splitRuleDescMax = 500
-	splitRulePrioMax = 1000
-)
 
 // splitRuleJSON is the Split rule resource (camelCase).
 type splitRuleJSON struct {
@@ -53,7 +43,7 @@ type splitRuleJSON struct {
 	UpdatedAt       time.Time       `json:"updatedAt"`
 }
 
-func toSplitRuleJSON(r store.SplitRule) splitRuleJSON {
+func toSplitRuleJSON(r routing.SplitRule) splitRuleJSON {
 	groups := normalizedJSON[[]rules.ConditionGroup](r.ConditionGroups)
 	if len(groups) == 0 || string(groups) == "null" {
 		groups = json.RawMessage(`[]`)
@@ -76,38 +66,42 @@ func (s *Server) listSplitRules(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	f := store.SplitRuleFilter{BridgeID: bridgeID, Limit: p.Limit, Offset: p.Offset()}
+	in := routing.ListSplitRulesInput{BridgeID: bridgeID, Limit: p.Limit, Offset: p.Offset()}
 	if active != "" {
 		b := active == "true"
-		f.IsActive = &b
+		in.IsActive = &b
 	}
-	list, total, err := store.ListSplitRules(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, f)
+	page, err := s.routing.ListSplitRules(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
-	writeList(w, mapSlice(list, toSplitRuleJSON), p, total)
+	writeList(w, mapSlice(page.Items, toSplitRuleJSON), p, page.Total)
 	return nil
 }
 
 func (s *Server) getSplitRule(w http.ResponseWriter, r *http.Request) error {
-	return writeByID(s, w, r, "split rule", store.SplitRuleByID, toSplitRuleJSON)
+	id, err := pathID(r, "id", "split rule")
+	if err != nil {
+		return err
+	}
+	rule, err := s.routing.GetSplitRule(r.Context(), actorOf(r), id)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toSplitRuleJSON(rule))
+	return nil
 }
 
 func (s *Server) createSplitRule(w http.ResponseWriter, r *http.Request) error {
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	rule := store.SplitRule{ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID, IsActive: true}
-	setPaths, err := applySplitRuleBody(&rule, body, true)
+	in, err := decodeSplitRule(r, true)
 	if err != nil {
 		return err
 	}
-	out, err := store.CreateSplitRule(r.Context(), s.store, rule)
+	rule, err := s.routing.CreateSplitRule(r.Context(), actorOf(r), in)
 	if err != nil {
-		return splitRuleWriteError(err, setPaths)
+		return err
 	}
-	writeData(w, http.StatusCreated, toSplitRuleJSON(out))
+	writeData(w, http.StatusCreated, toSplitRuleJSON(rule))
 	return nil
 }
 
@@ -120,128 +114,68 @@ func (s *Server) updateSplitRule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	orgID := mustPrincipal(r).OrganizationID
-	rule, err := store.SplitRuleByID(r.Context(), s.store.Pool, orgID, id)
-	if err != nil {
-		return notFoundAs(err, "split rule")
-	}
-	setPaths, err := applySplitRuleBody(&rule, body, false)
+	in, err := decodeSplitRule(r, false)
 	if err != nil {
 		return err
 	}
-	out, err := store.UpdateSplitRule(r.Context(), s.store, rule)
+	rule, err := s.routing.UpdateSplitRule(r.Context(), actorOf(r), id, in)
 	if err != nil {
-		return notFoundAs(splitRuleWriteError(err, setPaths), "split rule")
+		return err
 	}
-	writeData(w, http.StatusOK, toSplitRuleJSON(out))
+	writeData(w, http.StatusOK, toSplitRuleJSON(rule))
 	return nil
 }
 
-// splitRuleWriteError names the field a refused reference came from.
-func splitRuleWriteError(err error, setPaths map[uuid.UUID]string) error {
-	switch {
-	case errors.Is(err, store.ErrSplitRuleBridge):
-		return errValidation(FieldError{Field: "bridgeId", Message: "must be a bridge of this organization"})
-	}
-	return conditionSetsError(err, setPaths)
-}
+// splitRuleFields is the order a split rule body's problems are named in.
+var splitRuleFields = []string{"name", "description", "method", "isActive", "priority", "bridgeId", "groupField", "conditionGroups"}
 
-// applySplitRuleBody validates a create (create true: every field, with
-// defaults) or update body onto rule and returns where each referenced
-// condition set is named (for errors).
-func applySplitRuleBody(rule *store.SplitRule, body jsonBody, create bool) (map[uuid.UUID]string, error) {
-	var v validator
-	f := bodyFields{v: &v, m: body}
+// decodeSplitRule reads a split rule create (every field) or update (the
+// fields sent) body; the domain checks the values.
+func decodeSplitRule(r *http.Request, create bool) (routing.SplitRuleInput, error) {
+	var body jsonBody
+	if err := decodeJSON(r, &body); err != nil {
+		return routing.SplitRuleInput{}, err
+	}
+	v := &validator{}
+	f := bodyFields{v: v, m: body}
 	sent := func(k string) bool { _, ok := body[k]; return create || ok }
+	var in routing.SplitRuleInput
 	if sent("name") {
-		rule.Name = deref(f.str("name", true, splitRuleNameMax))
+		in.Name = f.rawText("name")
 	}
 	if sent("description") {
-		rule.Description = f.str("description", false, splitRuleDescMax)
+		in.Description = f.rawText("description")
 	}
-	if sent("method") {
-		rule.Method = f.enum("method", true, "", store.SplitRuleMethods)
-	}
-	if sent("isActive") && body["isActive"] != nil {
-		if b := f.boolean("isActive", false); b != nil {
-			rule.IsActive = *b
+	if raw, ok := body["method"]; ok {
+		if raw == nil {
+			v.add("method", "is required")
+		} else {
+			m, _ := raw.(string) // no string is no method: the domain names it
+			in.Method = &m
 		}
 	}
-	if sent("priority") && body["priority"] != nil {
-		if n := f.number("priority", false, 0, splitRulePrioMax, true); n != nil {
-			rule.Priority = int(*n)
-		}
-	}
+	in.IsActive = f.boolean("isActive", false)
+	in.Priority = f.integer("priority")
 	if sent("bridgeId") {
-		rule.BridgeID = nil
+		in.BridgeIDSet = true
 		if id := f.str("bridgeId", false, 100); id != nil {
 			if u, err := uuid.Parse(*id); err != nil {
 				v.add("bridgeId", "must be a UUID")
 			} else {
-				rule.BridgeID = &u
+				in.BridgeID = &u
 			}
 		}
 	}
 	if sent("groupField") {
-		rule.GroupField = nil
-		if g := f.str("groupField", false, cond.MaxFieldLen); g != nil {
-			if err := rules.ValidGroupField(*g); err != nil {
-				v.add("groupField", err.Error())
-			} else {
-				rule.GroupField = g
-			}
-		}
+		in.GroupField = f.rawText("groupField")
 	}
-	groupsOK := true
 	if sent("conditionGroups") {
-		rule.ConditionGroups = json.RawMessage(`[]`)
-		if body["conditionGroups"] != nil {
-			groups, errs := rules.DecodeConditionGroups(body["conditionGroups"], "conditionGroups")
-			for _, e := range errs {
-				v.add(e.Field, e.Message)
-			}
-			if errs == nil {
-				rule.ConditionGroups = orderJSONOf(groups)
-			} else {
-				groupsOK = false
-			}
-		}
+		in.ConditionGroupsSet, in.ConditionGroups = true, body["conditionGroups"]
 	}
-	// The method's companion field must be there once the body is applied.
-	switch rule.Method {
-	case rules.MethodCondition:
-		if groupsOK && (len(rule.ConditionGroups) == 0 || string(rule.ConditionGroups) == `[]`) {
-			v.add("conditionGroups", "is required for method condition")
-		}
-	case rules.MethodFieldGroup:
-		if rule.GroupField == nil && !hasDetail(v.details, "groupField") {
-			v.add("groupField", "is required for method field_group")
-		}
+	if v.ok() {
+		return in, nil
 	}
-	if err := v.err(); err != nil {
-		return nil, err
-	}
-	// The condition sets the groups use, each with the first place it is
-	// named.
-	var groups []rules.ConditionGroup
-	_ = json.Unmarshal(rule.ConditionGroups, &groups)
-	paths := map[uuid.UUID]string{}
-	rule.ConditionSetIDs = []uuid.UUID{}
-	for gi, g := range groups {
-		for ci, c := range g.Conditions {
-			if c.SetID != nil {
-				if _, seen := paths[*c.SetID]; !seen {
-					paths[*c.SetID] = fmt.Sprintf("conditionGroups[%d].conditions[%d].setId", gi, ci)
-					rule.ConditionSetIDs = append(rule.ConditionSetIDs, *c.SetID)
-				}
-			}
-		}
-	}
-	return paths, nil
+	return in, validation(v, in.Validate(create), splitRuleFields...)
 }
 
 func (s *Server) deleteSplitRule(w http.ResponseWriter, r *http.Request) error {
@@ -249,8 +183,8 @@ func (s *Server) deleteSplitRule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := store.DeleteSplitRule(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id); err != nil {
-		return notFoundAs(err, "split rule")
+	if err := s.routing.DeleteSplitRule(r.Context(), actorOf(r), id); err != nil {
+		return err
 	}
 	writeSuccess(w)
 	return nil
@@ -275,26 +209,11 @@ func (s *Server) testSplitRule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var v validator
-	f := bodyFields{v: &v, m: body}
-	var orderID uuid.UUID
-	if raw := f.str("orderId", true, 100); raw != nil {
-		if orderID, err = uuid.Parse(*raw); err != nil {
-			v.add("orderId", "must be a UUID")
-		}
-	}
+	orderID := requiredUUID(bodyFields{v: &v, m: body}, "orderId")
 	if err := v.err(); err != nil {
 		return err
 	}
-	orgID := mustPrincipal(r).OrganizationID
-	rule, err := store.SplitRuleByID(r.Context(), s.store.Pool, orgID, id)
-	if err != nil {
-		return notFoundAs(err, "split rule")
-	}
-	order, err := store.OrderByID(r.Context(), s.store.Pool, orgID, orderID)
-	if err != nil {
-		return notFoundAs(err, "order")
-	}
-	plan, err := rules.DryRun(r.Context(), s.store.Pool, rule, order)
+	plan, err := s.routing.TestSplitRule(r.Context(), actorOf(r), id, orderID)
 	if err != nil {
 		return err
 	}

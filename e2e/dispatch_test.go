@@ -52,6 +52,11 @@ func dispatchOrderBody(bridge, ext string, total float64) map[string]any {
 
 // waitAssignments polls until no assignment of the dispatcher is pending
 // or processing and returns them.
+// dispatchWait is how long a test polls for assignments to finish: a bound
+// against a hang, not a speed check (the runs take well under a second
+// alone, tens of seconds on a loaded machine).
+const dispatchWait = 90 * time.Second
+
 func (s *stack) waitAssignments(key, dispatcher string, want int, timeout time.Duration) []map[string]any {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -93,7 +98,7 @@ func TestDispatchToHubEndToEnd(t *testing.T) {
 
 	big := data(s.mustCall(201, key, "POST", "/api/v1/orders", dispatchOrderBody(shop, "D-BIG", 250)))["id"].(string)
 	small := data(s.mustCall(201, key, "POST", "/api/v1/orders", dispatchOrderBody(shop, "D-SMALL", 20)))["id"].(string)
-	as := s.waitAssignments(key, disp, 1, 30*time.Second)
+	as := s.waitAssignments(key, disp, 1, dispatchWait)
 	require.Len(t, as, 1)
 	a := as[0]
 	require.Equal(t, big, a["orderId"])
@@ -124,7 +129,7 @@ func TestDispatchToHubEndToEnd(t *testing.T) {
 	_, err = s.store.Pool.Exec(ctx, `UPDATE dispatch_assignments SET status = 'failed', retry_count = 2 WHERE id = $1`, a["id"])
 	require.NoError(t, err)
 	require.Equal(t, float64(1), data(s.mustCall(200, key, "POST", "/api/v1/dispatchers/assignments/retry", map[string]any{"assignmentIds": []any{a["id"]}}))["reset"])
-	again := s.waitAssignments(key, disp, 1, 30*time.Second)[0]
+	again := s.waitAssignments(key, disp, 1, dispatchWait)[0]
 	require.Equal(t, "completed", again["status"], "%v", again)
 	require.EqualValues(t, 0, again["retryCount"])
 	require.Equal(t, ext, again["metadata"].(map[string]any)["externalOrderId"], "the hub updated its order")
@@ -189,7 +194,7 @@ func TestDispatchToHubEndToEnd(t *testing.T) {
 	require.Empty(t, s.waitAssignments(key, back, 0, time.Second), "manual only: nothing on create")
 	ev := data(s.mustCall(200, key, "POST", "/api/v1/dispatchers/evaluate/"+hubOrder, nil))
 	require.Equal(t, float64(2), ev["assignmentsCreated"])
-	toShop := s.waitAssignments(key, back, 1, 30*time.Second)[0]
+	toShop := s.waitAssignments(key, back, 1, dispatchWait)[0]
 	require.Equal(t, "completed", toShop["status"], "%v", toShop)
 	require.Equal(t, "manual", toShop["metadata"].(map[string]any)["trigger"])
 	cart := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+hubOrder, nil))
@@ -200,7 +205,7 @@ func TestDispatchToHubEndToEnd(t *testing.T) {
 		toShop["metadata"].(map[string]any)["externalOrderId"].(string))
 	require.NoError(t, err)
 	require.Contains(t, inShop.Tags, "fos-"+hubOrder)
-	failed := s.waitAssignments(key, toB, 1, 30*time.Second)[0]
+	failed := s.waitAssignments(key, toB, 1, dispatchWait)[0]
 	require.Equal(t, "failed", failed["status"])
 	require.Contains(t, failed["errorMessage"], "cannot accept orders")
 }

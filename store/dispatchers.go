@@ -257,9 +257,11 @@ func prefixCols(prefix, cols string) string {
 
 // DispatchAssignment is an order sent to a destination bridge.
 type DispatchAssignment struct {
-	ID                  uuid.UUID       `db:"id"`
-	OrganizationID      uuid.UUID       `db:"organization_id"`
-	DispatcherID        uuid.UUID       `db:"dispatcher_id"`
+	ID             uuid.UUID `db:"id"`
+	OrganizationID uuid.UUID `db:"organization_id"`
+	// DispatcherID is nil for an order dispatched directly
+	// (CreateDirectAssignment).
+	DispatcherID        *uuid.UUID      `db:"dispatcher_id"`
 	OrderID             uuid.UUID       `db:"order_id"`
 	DestinationBridgeID uuid.UUID       `db:"destination_bridge_id"`
 	Status              string          `db:"status"`
@@ -463,6 +465,70 @@ UPDATE dispatch_assignments
 		return mapErr(err)
 	})
 	return done, err
+}
+
+// CreateDirectAssignment assigns an order of the organization to a
+// destination bridge without a dispatcher, pending, with metadata. When
+// the order already has an assignment to that bridge (from a dispatcher
+// or an earlier direct dispatch), that one is returned as it is and
+// created is false: one assignment per order and destination. An order or
+// bridge that is not the organization's is ErrNotFound.
+func CreateDirectAssignment(ctx context.Context, db DBTX, orgID, orderID, bridgeID uuid.UUID, metadata map[string]any) (a DispatchAssignment, created bool, err error) {
+	if metadata == nil {
+		metadata = map[string]any{}
+	}
+	rows, _ := db.Query(ctx, `
+INSERT INTO dispatch_assignments (id, organization_id, order_id, destination_bridge_id, metadata)
+SELECT $1, o.organization_id, o.id, b.id, $5
+  FROM orders o JOIN bridges b ON b.organization_id = o.organization_id AND b.id = $4
+ WHERE o.organization_id = $2 AND o.id = $3
+ON CONFLICT (organization_id, order_id, destination_bridge_id) DO NOTHING
+RETURNING `+assignmentCols, uuid.New(), orgID, orderID, bridgeID, metadata)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[DispatchAssignment])
+	if err != nil {
+		return a, false, mapErr(err)
+	}
+	if len(list) == 1 {
+		return list[0], true, nil
+	}
+	rows, _ = db.Query(ctx, `SELECT `+assignmentCols+` FROM dispatch_assignments
+ WHERE organization_id = $1 AND order_id = $2 AND destination_bridge_id = $3`, orgID, orderID, bridgeID)
+	a, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DispatchAssignment])
+	return a, false, mapErr(err)
+}
+
+// ErrAssignmentNotCancellable: the assignment is being pushed or was
+// pushed (processing or completed); it cannot be cancelled.
+var ErrAssignmentNotCancellable = errors.New("the assignment is being or was pushed")
+
+// CancelAssignment cancels an assignment that was not pushed: a pending or
+// failed one becomes skipped with errorMessage reason and
+// metadata.cancelled true (its run, if started, then does nothing). One
+// already skipped is returned as it is. A processing or completed one is
+// ErrAssignmentNotCancellable (with the assignment), a missing one
+// ErrNotFound.
+func CancelAssignment(ctx context.Context, db DBTX, orgID, id uuid.UUID, reason string) (DispatchAssignment, error) {
+	rows, _ := db.Query(ctx, `
+UPDATE dispatch_assignments
+   SET status = 'skipped', error_message = $3, metadata = metadata || '{"cancelled": true}'::jsonb,
+       processed_at = now(), updated_at = now()
+ WHERE organization_id = $1 AND id = $2 AND status IN ('pending', 'failed')
+RETURNING `+assignmentCols, orgID, id, reason)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[DispatchAssignment])
+	if err != nil {
+		return DispatchAssignment{}, mapErr(err)
+	}
+	if len(list) == 1 {
+		return list[0], nil
+	}
+	a, err := AssignmentByID(ctx, db, orgID, id)
+	if err != nil {
+		return a, err
+	}
+	if a.Status == AssignmentSkipped {
+		return a, nil
+	}
+	return a, ErrAssignmentNotCancellable
 }
 
 // StaleAssignments lists up to limit assignments pending or processing
