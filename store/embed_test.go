@@ -236,4 +236,3 @@ func pendingOf(t *testing.T, s *store.Store, org uuid.UUID) []store.OutboxEvent 
 	}
 	return out
 }
-
