@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/embed"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/worker"
 )
@@ -10,6 +11,7 @@ import (
 // activities, operation execution and the agent's tools.
 type domains struct {
 	shipping *shipping.Service
+	embed    *embed.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -21,5 +23,19 @@ func newDomains(d Deps, s *Server) domains {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
-	return domains{shipping: shipping.New(sd)}
+	ed := embed.Deps{Store: d.Store, Secrets: d.Secrets, Logger: d.Logger, Platforms: d.Platforms,
+		BridgeConfigs: embedConfigChecker{s}, StorefrontA: d.Embed.StorefrontA, BaseURL: d.BaseURL,
+		AllowPrivateURLs: d.AllowPrivateURLs, OAuth: d.Embed.OAuth, Retries: d.Embed.Retries}
+	if d.Temporal != nil && ed.OAuth == nil {
+		q := d.Embed.TaskQueue
+		if q == "" {
+			q = worker.WebhookTaskQueue(d.TaskQueue)
+		}
+		t := worker.TemporalEmbed{Client: d.Temporal, TaskQueue: q}
+		ed.OAuth = t
+		if ed.Retries == nil {
+			ed.Retries = t
+		}
+	}
+	return domains{shipping: shipping.New(sd), embed: embed.New(ed)}
 }

@@ -143,7 +143,7 @@ func (s *Service) CreateBridge(ctx context.Context, a domain.Actor, in BridgeInp
 	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
 		fe.Add("name", "is required")
 	} else {
-		fe.MaxLen("name", *in.Name, 255)
+		fe.MaxLen("name", *in.Name, 100)
 	}
 	if in.Config == nil {
 		fe.Add("config", "is required")
@@ -229,7 +229,7 @@ func (s *Service) UpdateBridge(ctx context.Context, a domain.Actor, id uuid.UUID
 		if strings.TrimSpace(*in.Name) == "" {
 			fe.Add("name", "must not be empty")
 		}
-		fe.MaxLen("name", *in.Name, 255)
+		fe.MaxLen("name", *in.Name, 100)
 		n := strings.TrimSpace(*in.Name)
 		in.Name = &n
 	}

@@ -262,25 +262,32 @@ type PublicConfig struct {
 // GetPublicConfig is the public config of an active slug; an unknown or
 // inactive slug is not found. No credential is needed.
 func (s *Service) GetPublicConfig(ctx context.Context, slug string) (PublicConfig, error) {
+	pc, _, err := s.GetPublicConfigWithOrigins(ctx, slug)
+	return pc, err
+}
+
+// GetPublicConfigWithOrigins is GetPublicConfig and the config's allowed
+// origins (for the CORS answer).
+func (s *Service) GetPublicConfigWithOrigins(ctx context.Context, slug string) (PublicConfig, []string, error) {
 	slug = strings.ToLower(strings.TrimSpace(slug))
 	if slug == "" {
-		return PublicConfig{}, domain.InvalidField("slug", "is required")
+		return PublicConfig{}, nil, domain.InvalidField("slug", "is required")
 	}
 	if !slugRE.MatchString(slug) {
-		return PublicConfig{}, domain.NotFound("embed config")
+		return PublicConfig{}, nil, domain.NotFound("embed config")
 	}
 	c, err := store.EmbedConfigBySlug(ctx, s.store.Pool, slug)
 	if err != nil {
-		return PublicConfig{}, notFoundAs(err, "embed config")
+		return PublicConfig{}, nil, notFoundAs(err, "embed config")
 	}
 	if !c.IsActive {
-		return PublicConfig{}, domain.NotFound("embed config")
+		return PublicConfig{}, nil, domain.NotFound("embed config")
 	}
 	out := PublicConfig{Slug: c.Slug, Branding: c.Branding, AllowedBridgeTypes: []PublicBridgeType{}}
 	for _, t := range allowedTypes(c, nil) {
 		out.AllowedBridgeTypes = append(out.AllowedBridgeTypes, PublicBridgeType{ID: t.Slug, Name: t.Name, Icon: t.IconURL, Category: t.Category})
 	}
-	return out, nil
+	return out, c.AllowedOrigins, nil
 }
 
 // allowedTypes are the bridge types the config (empty: all) and the
@@ -297,4 +304,17 @@ func allowedTypes(c Config, session []string) []platforms.BridgeType {
 		out = append(out, t)
 	}
 	return out
+}
+
+// OriginAllowedFor reports whether the organization's config allows a
+// browser origin (any, when the config names none or there is no config).
+func (s *Service) OriginAllowedFor(ctx context.Context, orgID uuid.UUID, origin string) (bool, error) {
+	c, err := store.EmbedConfigByOrganization(ctx, s.store.Pool, orgID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return OriginAllowed(c, origin), nil
 }

@@ -158,6 +158,8 @@ type AttemptInput struct {
 	OrganizationID uuid.UUID `json:"organizationId"`
 	DeliveryID     uuid.UUID `json:"deliveryId"`
 	Attempt        int       `json:"attempt"`
+	// Final: the last attempt of the schedule.
+	Final bool `json:"final"`
 }
 
 // AttemptResult says whether to go on.
@@ -202,7 +204,7 @@ func (s *Service) AttemptDelivery(ctx context.Context, in AttemptInput) (Attempt
 		}
 		return AttemptResult{Stop: true}, nil
 	}
-	final := in.Attempt >= MaxAttempts
+	final := in.Final || in.Attempt >= MaxAttempts
 	out, err := s.attempt(ctx, w, d, in.Attempt, final, DeliveryTimeout)
 	if err != nil {
 		return AttemptResult{}, err

@@ -88,7 +88,7 @@ func (s *Service) StartOAuth(ctx context.Context, a domain.Actor, in OAuthStartI
 	name := "storefront_a " + strings.TrimSuffix(shop, ".myshopify.com")
 	if in.Name != nil && strings.TrimSpace(*in.Name) != "" {
 		name = strings.TrimSpace(*in.Name)
-		fe.MaxLen("name", name, 255)
+		fe.MaxLen("name", name, 100)
 	}
 	if !sc.typeAllowed(platforms.TypeStorefrontA) {
 		fe.Add("type", "storefront_a is not allowed for this session")
