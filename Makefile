@@ -27,6 +27,7 @@ run:
 	$(GO) run ./cmd/fos dev --seed $(RUN_FLAGS)
 
 test:
+	./scripts/ensure-chromium.sh
 	./scripts/test-postgres.sh $(GO) test $(GO_TEST_FLAGS) $(PKGS)
 
 build:

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/embed"
 	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/routing"
@@ -19,6 +20,7 @@ type domains struct {
 	// wired yet, so an operation is not found.
 	insights *insights.Service
 	routing  *routing.Service
+	embed    *embed.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -37,6 +39,7 @@ func newDomains(d Deps, s *Server) domains {
 		operations: newOperations(d, sh),
 		insights:   insights.New(insights.Deps{Store: d.Store}),
 		routing:    routing.New(rd),
+		embed:      newEmbed(d, s),
 	}
 }
 
@@ -61,4 +64,24 @@ func (s *Server) dispatchStarter() rules.DispatchStarter {
 		return nil
 	}
 	return rules.TemporalDispatch{Client: s.temporal, TaskQueue: s.bulkTaskQueue, Options: worker.StartOptions}
+}
+
+// newEmbed builds the embed Service: OAuth and end-user webhook retries
+// through Temporal on the webhook task queue.
+func newEmbed(d Deps, s *Server) *embed.Service {
+	ed := embed.Deps{Store: d.Store, Secrets: d.Secrets, Logger: d.Logger, Platforms: d.Platforms,
+		BridgeConfigs: embedConfigChecker{s}, StorefrontA: d.Embed.StorefrontA, BaseURL: d.BaseURL,
+		AllowPrivateURLs: d.AllowPrivateURLs, OAuth: d.Embed.OAuth, Retries: d.Embed.Retries}
+	if d.Temporal != nil && ed.OAuth == nil {
+		q := d.Embed.TaskQueue
+		if q == "" {
+			q = worker.WebhookTaskQueue(d.TaskQueue)
+		}
+		t := worker.TemporalEmbed{Client: d.Temporal, TaskQueue: q}
+		ed.OAuth = t
+		if ed.Retries == nil {
+			ed.Retries = t
+		}
+	}
+	return embed.New(ed)
 }

@@ -78,6 +78,8 @@ type Deps struct {
 	// OperationTune, when set, adjusts each operation execution's input
 	// (tests and benchmarks: batch size, heartbeat).
 	OperationTune func(*workflows.OperationExecuteInput)
+	// Embed configures the embed endpoints (api/embed.go).
+	Embed EmbedDeps
 }
 
 // Server holds the handlers' dependencies.
@@ -113,6 +115,7 @@ type Server struct {
 	platforms        *platforms.Registry
 	// domains are the domain services (domains.go).
 	domains
+	embedLimits embedLimits
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -144,6 +147,7 @@ func NewRouter(d Deps) http.Handler {
 		s.mailer = email.LogSender{Log: d.Logger}
 	}
 	s.domains = newDomains(d, s)
+	s.embedLimits = newEmbedLimits()
 	r := chi.NewRouter()
 	r.Use(s.requestContext)
 	r.NotFound(s.notFound)
@@ -157,12 +161,14 @@ func NewRouter(d Deps) http.Handler {
 	if d.Codec != nil {
 		r.Mount("/codec", d.Codec)
 	}
+	s.mountEmbedWidget(r, d.Embed.Demo)
 
 	r.Route("/api/v1", func(r chi.Router) {
 		// Public: sign-up and login.
 		s.mountSignin(r)
 		s.mountInboundWebhooks(r) // authenticated by the bridge's secret, not a key
 		s.mountSignedLabels(r)    // a label_url: its signature is the credential
+		s.mountEmbed(r)           // public, embed:manage and est_ session routes
 		// A user token, no organization yet.
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireUser)
@@ -209,6 +215,7 @@ func NewRouter(d Deps) http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.requireOrg, s.apiKeyBudget, s.idempotency)
 		})
+		s.mountEmbedAlias(r)
 	})
 	return r
 }

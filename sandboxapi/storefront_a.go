@@ -150,6 +150,7 @@ func mountStorefrontA(r chi.Router, prefix string) {
 		v.Get("/webhooks/{id}.json", s.getWebhook)
 		v.Delete("/webhooks/{id}.json", s.deleteWebhook)
 	})
+	mountStorefrontAOAuth(api) // storefront_a_oauth.go
 	r.Mount(prefix+"/admin", api)
 	r.Post(prefix+"/_sandbox/orders", s.sandboxOrder) // webhook_delivery.go
 }

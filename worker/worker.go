@@ -43,6 +43,10 @@ type Deps struct {
 	// BulkTaskQueue is where bulk work (rate comparisons) is started, as
 	// the API starts it (empty: TaskQueue).
 	BulkTaskQueue string
+	// Embed configures the embed activities; EmbedTaskQueue is where
+	// delivery retries start (empty: WebhookTaskQueue(TaskQueue)).
+	Embed          EmbedDeps
+	EmbedTaskQueue string
 }
 
 // New returns a worker on taskQueue with every workflow and activity
@@ -80,6 +84,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerSchedules(r, deps)
 	registerDispatch(r, deps)
 	registerOperations(r, deps)
+	registerEmbed(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries

@@ -149,6 +149,7 @@ func runDev(ctx context.Context, args []string) error {
 	}
 	deps := apiDeps(svc, mailer)
 	deps.Mailbox = mailbox
+	deps.Embed.Demo = true
 	deps.Codec = devCodec(svc, shownUI)
 
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)

@@ -126,6 +126,11 @@ func seedDemo(ctx context.Context, deps api.Deps) (*seedResult, error) {
 	if err := seedBridges(ctx, c); err != nil {
 		return nil, err
 	}
+	// The embed config of /dev/embed-demo (slug "demo", any origin).
+	if _, err := c.call(ctx, "PATCH", "/api/v1/embed/config", map[string]any{"slug": "demo",
+		"branding": map[string]any{"company_name": demoOrgName, "primary_color": "#1a73e8"}}, nil); err != nil {
+		return nil, err
+	}
 	return &seedResult{OrgID: c.org, OrgName: demoOrgName, Email: demoEmail, Password: demoPassword, APIKey: key.Data.Key}, nil
 }
 

@@ -131,6 +131,8 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		AllowPrivateURLs: svc.cfg.AllowPrivateURLs,
 		Limits:           svc.cfg.Limits,
 		IdempotencyLease: svc.cfg.IdempotencyLease,
+		// Embed: OAuth exchanges and delivery retries on the webhook queue.
+		Embed: api.EmbedDeps{StorefrontA: storefrontAApp(svc.cfg), TaskQueue: worker.WebhookTaskQueue(svc.cfg.TaskQueue)},
 	}
 }
 

@@ -147,7 +147,7 @@ type workers struct {
 }
 
 func newWorkers(svc *services) *workers {
-	ws := &workers{fatal: make(chan error, 2)}
+	ws := &workers{fatal: make(chan error, 3)}
 	onFatal := func(err error) {
 		select {
 		case ws.fatal <- err:
@@ -162,12 +162,15 @@ func newWorkers(svc *services) *workers {
 		Logger:    svc.log,
 		// The reconciler restarts bulk work where the API starts it.
 		BulkTaskQueue: svc.cfg.Temporal.BulkTaskQueue,
+		Embed:         worker.EmbedDeps{StorefrontA: storefrontAApp(svc.cfg), AllowPrivateURLs: svc.cfg.AllowPrivateURLs, BaseURL: svc.cfg.BaseURL},
 	}
 	t := svc.cfg.Temporal
 	for _, q := range []struct {
 		queue  string
 		tuning config.WorkerTuning
-	}{{svc.cfg.TaskQueue, t.Worker}, {t.BulkTaskQueue, t.BulkWorker}} {
+	}{{svc.cfg.TaskQueue, t.Worker}, {t.BulkTaskQueue, t.BulkWorker},
+		// End-user webhook deliveries: a slow receiver never delays labels.
+		{worker.WebhookTaskQueue(svc.cfg.TaskQueue), t.Worker}} {
 		deps.Options = workerOptions(q.tuning, t.StopTimeout, onFatal)
 		ws.list = append(ws.list, worker.New(svc.temporal, q.queue, deps))
 	}

@@ -67,6 +67,9 @@ func ensureSchedules(ctx context.Context, svc *services) error {
 	if err := worker.EnsureMaintenanceSchedule(ctx, svc.temporal, svc.cfg.TaskQueue); err != nil {
 		return fmt.Errorf("maintenance schedule: %w", err)
 	}
+	if err := worker.EnsureEmbedOutbox(ctx, svc.temporal, worker.WebhookTaskQueue(svc.cfg.TaskQueue)); err != nil {
+		return fmt.Errorf("embed outbox dispatcher: %w", err)
+	}
 	return nil
 }
 

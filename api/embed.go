@@ -1,0 +1,679 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/embed"
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/store"
+)
+
+// The embed endpoints (spec Part 3, CONTRACT 12): HTTP over embed.Service.
+// Three authentication modes: public (config by slug, auto-session, the
+// OAuth callback), an organization credential with embed:manage (config,
+// sessions, end users, events) and an est_ session token (bridges, bridge
+// types, end-user webhooks). An est_ token is refused everywhere else
+// (requireOrg does not know it) and an API key or user token is refused on
+// the session routes.
+
+// embedLimits bound the public and session routes against floods.
+type embedLimits struct {
+	autoSessionIP *limiterSet
+	callbackIP    *limiterSet
+	session       *limiterSet
+}
+
+func newEmbedLimits() embedLimits {
+	return embedLimits{
+		autoSessionIP: newLimiterSet("embed sessions from this address", config.Rate{Events: 60, Per: time.Minute}),
+		callbackIP:    newLimiterSet("OAuth callbacks from this address", config.Rate{Events: 60, Per: time.Minute}),
+		session:       newLimiterSet("requests with this embed session", config.Rate{Events: 600, Per: time.Minute}),
+	}
+}
+
+type embedActorKeyT struct{}
+
+// mountEmbed registers the /api/v1/embed endpoints.
+func (s *Server) mountEmbed(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(s.embedPreflight)
+		r.Get("/embed/config", s.h(s.getPublicEmbedConfig))
+		r.Post("/embed/sessions/auto", s.h(s.createAutoSession))
+		r.Get("/embed/oauth/storefront_a/callback", s.storefrontACallback)
+		r.Options("/embed/*", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireOrg, s.apiKeyBudget, s.scope(embed.ScopeManage))
+		r.Get("/embed/config/me", s.h(s.getEmbedConfig))
+		r.Patch("/embed/config", s.h(s.patchEmbedConfig))
+		r.Post("/embed/sessions", s.h(s.createEmbedSession))
+		r.Delete("/embed/sessions/{id}", s.h(s.revokeEmbedSession))
+		r.Get("/embed/users", s.h(s.listEndUsers))
+		r.Get("/embed/users/{id}", s.h(s.getEndUser))
+		r.Delete("/embed/users/{id}", s.h(s.deleteEndUser))
+		r.Get("/embed/events", s.h(s.listEmbedEvents))
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(s.embedPreflight, s.requireEmbedSession)
+		r.Get("/embed/bridges", s.h(s.listEmbedBridges))
+		r.Post("/embed/bridges", s.h(s.createEmbedBridge))
+		r.Post("/embed/bridges/storefront_a/oauth/start", s.h(s.startStorefrontAOAuth))
+		r.Patch("/embed/bridges/{id}", s.h(s.updateEmbedBridge))
+		r.Delete("/embed/bridges/{id}", s.h(s.deleteEmbedBridge))
+		r.Post("/embed/bridges/{id}/test", s.h(s.testEmbedBridge))
+		r.Get("/embed/bridge-types", s.h(s.listEmbedBridgeTypes))
+		s.mountEndUserWebhooks(r)
+	})
+}
+
+// mountEndUserWebhooks registers the end-user webhook routes (also under
+// the unversioned /api alias, spec Part 3); behind requireEmbedSession.
+func (s *Server) mountEndUserWebhooks(r chi.Router) {
+	r.Post("/embed/webhooks", s.h(s.createEndUserWebhook))
+	r.Get("/embed/webhooks", s.h(s.listEndUserWebhooks))
+	r.Get("/embed/webhooks/event-types", s.h(s.listWebhookEventTypes))
+	r.Patch("/embed/webhooks/{id}", s.h(s.updateEndUserWebhook))
+	r.Delete("/embed/webhooks/{id}", s.h(s.deleteEndUserWebhook))
+	r.Post("/embed/webhooks/{id}/test", s.h(s.testEndUserWebhook))
+	r.Get("/embed/webhooks/{id}/deliveries", s.h(s.listWebhookDeliveries))
+	r.Post("/embed/webhooks/{id}/deliveries/{deliveryId}/redeliver", s.h(s.redeliverWebhook))
+}
+
+// mountEmbedAlias registers the unversioned /api/embed/webhooks routes.
+func (s *Server) mountEmbedAlias(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(s.embedPreflight, s.requireEmbedSession)
+		s.mountEndUserWebhooks(r)
+	})
+	r.With(s.embedPreflight).Options("/embed/*", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+}
+
+// embedCtx carries the client address to the event log.
+func (s *Server) embedCtx(r *http.Request) context.Context {
+	return embed.WithClientIP(r.Context(), s.clientIP(r))
+}
+
+// embedPreflight answers CORS preflights of the public and session routes.
+// A preflight carries no credential, so it is answered for any origin; the
+// real request gets Access-Control-Allow-Origin only for an origin its
+// embed config allows.
+func (s *Server) embedPreflight(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if o := embed.NormalizeOrigin(r.Header.Get("Origin")); o != "" {
+				h := w.Header()
+				h.Set("Access-Control-Allow-Origin", o)
+				h.Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE")
+				h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+				h.Set("Access-Control-Max-Age", "600")
+				h.Add("Vary", "Origin")
+			}
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// allowOrigin sets the CORS answer for an origin the config allows.
+func allowOrigin(w http.ResponseWriter, r *http.Request, allowed bool) {
+	w.Header().Add("Vary", "Origin")
+	if o := embed.NormalizeOrigin(r.Header.Get("Origin")); o != "" && allowed {
+		w.Header().Set("Access-Control-Allow-Origin", o)
+	}
+}
+
+// requireEmbedSession admits est_ session tokens only, and makes their
+// embed Actor the request's.
+func (s *Server) requireEmbedSession(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := bearer(r)
+		if !strings.HasPrefix(tok, embed.SessionTokenPrefix) {
+			s.respondError(w, r, errUnauthorized("this endpoint needs an embed session token (Bearer est_...)"))
+			return
+		}
+		a, err := s.domains.embed.Authenticate(r.Context(), tok)
+		if err != nil {
+			s.respondError(w, r, err)
+			return
+		}
+		if err := s.embedLimits.session.check(a.ID.String()); err != nil {
+			s.respondError(w, r, err)
+			return
+		}
+		if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok {
+			ri.orgID = a.OrganizationID
+		}
+		if r.Header.Get("Origin") != "" {
+			ok, err := s.domains.embed.OriginAllowedFor(r.Context(), a.OrganizationID, r.Header.Get("Origin"))
+			if err != nil {
+				s.respondError(w, r, err)
+				return
+			}
+			allowOrigin(w, r, ok)
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), embedActorKeyT{}, a)))
+	})
+}
+
+func embedActorOf(r *http.Request) domain.Actor {
+	a, _ := r.Context().Value(embedActorKeyT{}).(domain.Actor)
+	return a
+}
+
+// configJSON is the embed config resource.
+type configJSON struct {
+	ID                  uuid.UUID      `json:"id"`
+	OrganizationID      uuid.UUID      `json:"organization_id"`
+	Slug                string         `json:"slug"`
+	PublishableKey      string         `json:"publishable_key"`
+	Branding            map[string]any `json:"branding"`
+	AllowedOrigins      []string       `json:"allowed_origins"`
+	AllowedBridgeTypes  []string       `json:"allowed_bridge_types"`
+	DefaultDispatcherID *uuid.UUID     `json:"default_dispatcher_id"`
+	Settings            map[string]any `json:"settings"`
+	EnabledFeatures     []string       `json:"enabled_features"`
+	IsActive            bool           `json:"is_active"`
+	CreatedAt           time.Time      `json:"created_at"`
+	UpdatedAt           time.Time      `json:"updated_at"`
+}
+
+func toConfigJSON(c embed.Config) configJSON {
+	return configJSON{ID: c.ID, OrganizationID: c.OrganizationID, Slug: c.Slug, PublishableKey: c.PublishableKey,
+		Branding: c.Branding, AllowedOrigins: c.AllowedOrigins, AllowedBridgeTypes: c.AllowedBridgeTypes,
+		DefaultDispatcherID: c.DefaultDispatcherID, Settings: c.Settings, EnabledFeatures: c.EnabledFeatures,
+		IsActive: c.IsActive, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+}
+
+func (s *Server) getPublicEmbedConfig(w http.ResponseWriter, r *http.Request) error {
+	pc, origins, err := s.domains.embed.GetPublicConfigWithOrigins(r.Context(), r.URL.Query().Get("slug"))
+	if err != nil {
+		return err
+	}
+	allowOrigin(w, r, len(origins) == 0 || embed.OriginAllowed(embed.Config{AllowedOrigins: origins}, r.Header.Get("Origin")))
+	writeData(w, http.StatusOK, pc)
+	return nil
+}
+
+func (s *Server) createAutoSession(w http.ResponseWriter, r *http.Request) error {
+	if err := s.embedLimits.autoSessionIP.check(s.clientIP(r)); err != nil {
+		return err
+	}
+	var in embed.AutoSessionInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	in.Origin = r.Header.Get("Origin")
+	res, err := s.domains.embed.AutoSession(s.embedCtx(r), in)
+	if err != nil {
+		return err
+	}
+	allowOrigin(w, r, true) // AutoSession checked the origin
+	writeData(w, http.StatusCreated, res)
+	return nil
+}
+
+func (s *Server) getEmbedConfig(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.domains.embed.GetConfig(r.Context(), actorOf(r))
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toConfigJSON(c))
+	return nil
+}
+
+func (s *Server) patchEmbedConfig(w http.ResponseWriter, r *http.Request) error {
+	var in embed.ConfigInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	c, err := s.domains.embed.UpsertConfig(r.Context(), actorOf(r), in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toConfigJSON(c))
+	return nil
+}
+
+func (s *Server) createEmbedSession(w http.ResponseWriter, r *http.Request) error {
+	var in embed.SessionInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	res, err := s.domains.embed.CreateSession(s.embedCtx(r), actorOf(r), in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, res)
+	return nil
+}
+
+func (s *Server) revokeEmbedSession(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "session")
+	if err != nil {
+		return err
+	}
+	if err := s.domains.embed.RevokeSession(s.embedCtx(r), actorOf(r), id); err != nil {
+		return err
+	}
+	writeSuccess(w)
+	return nil
+}
+
+// endUserJSON is the end user resource; bridge_count in lists, bridges in
+// the detail.
+type endUserJSON struct {
+	ID             uuid.UUID      `json:"id"`
+	OrganizationID uuid.UUID      `json:"organization_id"`
+	ExternalID     string         `json:"external_id"`
+	Name           *string        `json:"name"`
+	Email          *string        `json:"email"`
+	Metadata       map[string]any `json:"metadata"`
+	CreatedAt      time.Time      `json:"created_at"`
+	UpdatedAt      time.Time      `json:"updated_at"`
+}
+
+// endUserListJSON is an end user of the list.
+type endUserListJSON struct {
+	endUserJSON
+	BridgeCount int `json:"bridge_count"`
+}
+
+// endUserDetailJSON is an end user with their bridges.
+type endUserDetailJSON struct {
+	endUserJSON
+	Bridges []embed.Bridge `json:"bridges"`
+}
+
+func toEndUserJSON(u store.EndUser) endUserJSON {
+	return endUserJSON{ID: u.ID, OrganizationID: u.OrganizationID, ExternalID: u.ExternalID, Name: u.Name, Email: u.Email,
+		Metadata: u.Metadata, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
+}
+
+func (s *Server) listEndUsers(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r, 20, 100)
+	if err != nil {
+		return err
+	}
+	list, total, err := s.domains.embed.ListEndUsers(r.Context(), actorOf(r), p.Limit, p.Offset())
+	if err != nil {
+		return err
+	}
+	out := make([]endUserListJSON, 0, len(list))
+	for _, u := range list {
+		out = append(out, endUserListJSON{toEndUserJSON(u.EndUser), u.BridgeCount})
+	}
+	writeList(w, out, p, total)
+	return nil
+}
+
+func (s *Server) getEndUser(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "end user")
+	if err != nil {
+		return err
+	}
+	d, err := s.domains.embed.GetEndUser(r.Context(), actorOf(r), id)
+	if err != nil {
+		return err
+	}
+	j := endUserDetailJSON{toEndUserJSON(d.EndUser), make([]embed.Bridge, 0, len(d.Bridges))}
+	for _, b := range d.Bridges {
+		j.Bridges = append(j.Bridges, s.domains.embed.ToBridge(b, &d.ID, false))
+	}
+	writeData(w, http.StatusOK, j)
+	return nil
+}
+
+func (s *Server) deleteEndUser(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "end user")
+	if err != nil {
+		return err
+	}
+	if err := s.domains.embed.DeleteEndUser(s.embedCtx(r), actorOf(r), id); err != nil {
+		return err
+	}
+	writeSuccess(w)
+	return nil
+}
+
+// eventJSON is an event log entry.
+type eventJSON struct {
+	ID           uuid.UUID      `json:"id"`
+	EndUserID    *uuid.UUID     `json:"end_user_id"`
+	SessionID    *uuid.UUID     `json:"session_id"`
+	EventType    string         `json:"event_type"`
+	ResourceType *string        `json:"resource_type"`
+	ResourceID   *string        `json:"resource_id"`
+	Metadata     map[string]any `json:"metadata"`
+	IPAddress    *string        `json:"ip_address"`
+	CreatedAt    time.Time      `json:"created_at"`
+}
+
+func (s *Server) listEmbedEvents(w http.ResponseWriter, r *http.Request) error {
+	p, err := parsePage(r, 50, 100)
+	if err != nil {
+		return err
+	}
+	typ, err := queryEnum(r, "event_type", embed.EventTypes...)
+	if err != nil {
+		return err
+	}
+	eu, err := queryUUID(r, "end_user_id")
+	if err != nil {
+		return err
+	}
+	from, err := queryTime(r, "from")
+	if err != nil {
+		return err
+	}
+	to, err := queryTime(r, "to")
+	if err != nil {
+		return err
+	}
+	list, total, err := s.domains.embed.ListEvents(r.Context(), actorOf(r), embed.EventFilter{
+		EventType: typ, EndUserID: eu, From: from, To: to, Limit: p.Limit, Offset: p.Offset()})
+	if err != nil {
+		return err
+	}
+	out := make([]eventJSON, 0, len(list))
+	for _, e := range list {
+		out = append(out, eventJSON{ID: e.ID, EndUserID: e.EndUserID, SessionID: e.SessionID, EventType: e.EventType,
+			ResourceType: e.ResourceType, ResourceID: e.ResourceID, Metadata: e.Metadata, IPAddress: e.IPAddress, CreatedAt: e.CreatedAt})
+	}
+	writeList(w, out, p, total)
+	return nil
+}
+
+func (s *Server) listEmbedBridges(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.domains.embed.ListBridges(r.Context(), embedActorOf(r))
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) createEmbedBridge(w http.ResponseWriter, r *http.Request) error {
+	var in embed.BridgeInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	b, err := s.domains.embed.CreateBridge(s.embedCtx(r), embedActorOf(r), in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, b)
+	return nil
+}
+
+func (s *Server) updateEmbedBridge(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "bridge")
+	if err != nil {
+		return err
+	}
+	var in embed.BridgePatchInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	b, err := s.domains.embed.UpdateBridge(s.embedCtx(r), embedActorOf(r), id, in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, b)
+	return nil
+}
+
+func (s *Server) deleteEmbedBridge(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "bridge")
+	if err != nil {
+		return err
+	}
+	if err := s.domains.embed.DeleteBridge(s.embedCtx(r), embedActorOf(r), id); err != nil {
+		return err
+	}
+	writeSuccess(w)
+	return nil
+}
+
+func (s *Server) testEmbedBridge(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "bridge")
+	if err != nil {
+		return err
+	}
+	res, err := s.domains.embed.TestBridge(r.Context(), embedActorOf(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) listEmbedBridgeTypes(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.domains.embed.BridgeTypes(r.Context(), embedActorOf(r))
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) startStorefrontAOAuth(w http.ResponseWriter, r *http.Request) error {
+	var in embed.OAuthStartInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	res, err := s.domains.embed.StartOAuth(s.embedCtx(r), embedActorOf(r), in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, res)
+	return nil
+}
+
+// oauthDonePage closes the OAuth popup and tells the widget (served from
+// this origin) how it went.
+var oauthDonePage = template.Must(template.New("done").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{if .OK}}Connected{{else}}Connection failed{{end}}</title></head>
+<body><p id="result" role="status">{{if .OK}}Your store is connected. You can close this window.{{else}}{{.Message}}{{end}}</p>
+<script nonce="{{.Nonce}}">
+(function () {
+  var msg = {source: "fos-oauth", ok: {{.OK}}, bridgeId: {{.BridgeID}}, message: {{.Message}}};
+  if (window.opener) { window.opener.postMessage(msg, window.location.origin); window.close(); }
+})();
+</script></body></html>`))
+
+// storefrontACallback is the public OAuth callback (CONTRACT 12). It
+// answers a small page for the popup: 200 when connected, the status of
+// the refusal otherwise (the bridge unchanged).
+func (s *Server) storefrontACallback(w http.ResponseWriter, r *http.Request) {
+	page := struct {
+		OK       bool
+		BridgeID string
+		Message  string
+		Nonce    string
+	}{Nonce: randomNonce()}
+	status := http.StatusOK
+	if err := s.embedLimits.callbackIP.check(s.clientIP(r)); err != nil {
+		s.respondError(w, r, err)
+		return
+	}
+	res, err := s.domains.embed.CompleteOAuth(s.embedCtx(r), r.URL.Query())
+	if err != nil {
+		var derr *domain.Error
+		apiErr := &Error{Status: 500, Code: "internal", Message: "the connection could not be completed"}
+		if errors.As(err, &derr) {
+			apiErr = fromDomain(derr)
+		} else {
+			s.log.ErrorContext(r.Context(), "oauth callback", append(logAttrs(r), "error", err.Error())...)
+		}
+		status, page.Message = apiErr.Status, apiErr.Message
+	} else {
+		page.OK, page.BridgeID = true, res.BridgeID.String()
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'nonce-"+page.Nonce+"'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	_ = oauthDonePage.Execute(w, page)
+}
+
+func (s *Server) createEndUserWebhook(w http.ResponseWriter, r *http.Request) error {
+	var in embed.WebhookInput
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	hook, err := s.domains.embed.CreateWebhook(s.embedCtx(r), embedActorOf(r), in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, hook)
+	return nil
+}
+
+func (s *Server) listEndUserWebhooks(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.domains.embed.ListWebhooks(r.Context(), embedActorOf(r))
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) listWebhookEventTypes(w http.ResponseWriter, r *http.Request) error {
+	list, err := s.domains.embed.ListWebhookEventTypes(r.Context(), embedActorOf(r))
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) updateEndUserWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		return err
+	}
+	var in embed.WebhookPatch
+	if err := decodeJSON(r, &in); err != nil {
+		return err
+	}
+	hook, err := s.domains.embed.UpdateWebhook(s.embedCtx(r), embedActorOf(r), id, in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, hook)
+	return nil
+}
+
+func (s *Server) deleteEndUserWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		return err
+	}
+	if err := s.domains.embed.DeleteWebhook(s.embedCtx(r), embedActorOf(r), id); err != nil {
+		return err
+	}
+	writeSuccess(w)
+	return nil
+}
+
+func (s *Server) testEndUserWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		return err
+	}
+	res, err := s.domains.embed.TestWebhook(r.Context(), embedActorOf(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		return err
+	}
+	list, err := s.domains.embed.ListDeliveries(r.Context(), embedActorOf(r), id)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, list)
+	return nil
+}
+
+func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "id", "webhook")
+	if err != nil {
+		return err
+	}
+	did, err := pathID(r, "deliveryId", "delivery")
+	if err != nil {
+		return err
+	}
+	d, err := s.domains.embed.Redeliver(r.Context(), embedActorOf(r), id, did)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, d)
+	return nil
+}
+
+// embedConfigChecker validates embed bridge configs with POST /bridges'
+// rules (embed.BridgeConfigChecker).
+type embedConfigChecker struct{ s *Server }
+
+func (c embedConfigChecker) CheckBridgeConfig(bridgeType string, cfg map[string]any) (map[string]any, []domain.FieldError) {
+	var v validator
+	out, errs := platforms.NormalizeConfig(bridgeType, cfg)
+	addConfigErrors(&v, errs)
+	dropRedacted(out)
+	c.s.checkURLFields(&v, bridgeType, out)
+	for _, k := range platforms.MissingRequired(bridgeType, out) {
+		if !hasDetail(v.details, "config."+k) {
+			v.add("config."+k, "is required")
+		}
+	}
+	c.s.checkConnectorConfig(&v, bridgeType, out)
+	var fe []domain.FieldError
+	for _, d := range v.details {
+		fe = append(fe, domain.FieldError{Field: d.Field, Message: d.Message})
+	}
+	return out, fe
+}
+
+// randomNonce is a CSP nonce.
+func randomNonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+// EmbedDeps configure the embed endpoints.
+type EmbedDeps struct {
+	// StorefrontA is the storefront_a OAuth app (FOS_STOREFRONT_A_CLIENT_ID,
+	// _CLIENT_SECRET; FOS_STOREFRONT_A_URL).
+	StorefrontA embed.StorefrontAApp
+	// TaskQueue is the webhook task queue the OAuth exchange and the
+	// delivery retries run on (worker.WebhookTaskQueue of the main queue).
+	TaskQueue string
+	// OAuth and Retries replace the Temporal adapters (tests).
+	OAuth   embed.OAuthRuns
+	Retries embed.RedeliveryRuns
+	// Demo serves /dev/embed-demo (fos dev).
+	Demo bool
+}
