@@ -24,6 +24,7 @@ import (
 	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/telemetry"
 	"github.com/fos-dev/fos/worker"
 )
 
@@ -74,6 +75,12 @@ type Deps struct {
 	// Platforms are the bridge types' connectors (the worker's); a bridge
 	// config is checked against its connector's rules (nil: not checked).
 	Platforms *platforms.Registry
+	// Tracing traces every request (a span named by its route pattern,
+	// the trace id in the access log line); nil or off: none.
+	Tracing *telemetry.Tracing
+	// HTTPMetrics measures every request by route pattern and status
+	// (nil: not measured).
+	HTTPMetrics *telemetry.HTTPMetrics
 }
 
 // Server holds the handlers' dependencies.
@@ -141,6 +148,9 @@ func NewRouter(d Deps) http.Handler {
 	}
 	s.domains = newDomains(d, s)
 	r := chi.NewRouter()
+	if d.Tracing.Enabled() || d.HTTPMetrics != nil {
+		r.Use(telemetry.Middleware(d.Tracing, d.HTTPMetrics))
+	}
 	r.Use(s.requestContext)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
