@@ -33,6 +33,10 @@ type MaintenanceActivities struct {
 	// StartDispatch starts (or joins) an assignment's DispatchAssignment
 	// run (activities/dispatch.go).
 	StartDispatch func(ctx context.Context, orgID, assignmentID uuid.UUID) error
+	// Repaired counts a row the reconciler settled: kind is the
+	// WaitingKind's name, outcome "restarted" or "failed" (nil: not
+	// counted; the worker counts into fos_reconciler_repairs_total).
+	Repaired func(kind, outcome string)
 }
 
 // PurgeExpiredInput is the input of PurgeExpired.
@@ -200,6 +204,7 @@ func (a *MaintenanceActivities) ReconcileKind(ctx context.Context, kind WaitingK
 			}
 			log.Info("reconcile: restarted a missing run", "id", row.ID, "workflow_id", wfID)
 			out.Restarted++
+			a.repaired(kind.Name, "restarted")
 			continue
 		}
 		reason := run.Reason
@@ -214,9 +219,16 @@ func (a *MaintenanceActivities) ReconcileKind(ctx context.Context, kind WaitingK
 		if changed {
 			log.Info("reconcile: marked failed, its run ended without settling it", "id", row.ID, "workflow_id", wfID, "reason", reason, "detail", run.Detail)
 			out.Failed++
+			a.repaired(kind.Name, "failed")
 		}
 	}
 	return out, nil
+}
+
+func (a *MaintenanceActivities) repaired(kind, outcome string) {
+	if a.Repaired != nil {
+		a.Repaired(kind, outcome)
+	}
 }
 
 func (a *MaintenanceActivities) log() *slog.Logger {

@@ -100,9 +100,13 @@ func TestReconcileRuns(t *testing.T) {
 		Return(describeAs("carrier-registration/"+waiting.String(), enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, time.Now().Add(-time.Hour)), nil).Once()
 	fresh := pending(time.Minute) // not described at all
 
+	repairs := map[string]int{}
+	a.Repaired = func(kind, outcome string) { repairs[kind+" "+outcome]++ }
 	res, err := a.ReconcileRuns(ctx, ReconcileRunsInput{})
 	require.NoError(t, err)
 	require.Equal(t, ReconcileRunsResult{Checked: 6, Restarted: 2, Failed: 2}, res)
+	// Each repair is counted (fos_reconciler_repairs_total).
+	require.Equal(t, map[string]int{"rate comparison restarted": 2, "rate comparison failed": 1, "carrier registration failed": 1}, repairs)
 	require.ElementsMatch(t, []string{missing.ID.String(), stale.ID.String()}, restarted)
 
 	status := func(id uuid.UUID) (string, string) {

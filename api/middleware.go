@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // MaxBodyBytes bounds every request body (CONTRACT 4: 10 MiB).
@@ -87,7 +88,8 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 
 // requestContext assigns the request id (echoing a valid client one), logs
 // one structured line per request, recovers panics without leaking them and
-// bounds the body. It is the outermost middleware.
+// bounds the body. It is the outermost middleware but telemetry's (which
+// starts the span whose trace id the line carries).
 func (s *Server) requestContext(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
@@ -123,6 +125,9 @@ func (s *Server) requestContext(next http.Handler) http.Handler {
 			}
 			if info.orgID != uuid.Nil {
 				attrs = append(attrs, slog.String("organization_id", info.orgID.String()))
+			}
+			if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+				attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
 			}
 			s.accessLog.LogAttrs(r.Context(), slog.LevelInfo, "http request", attrs...)
 		}()

@@ -30,8 +30,11 @@ import (
 // ratio (issue 7: router/bare >= 0.75).
 //
 //	go test ./api -run XXX -bench CreateOrder -benchtime 3000x -count 3
+//
+// FOS_BENCH_TRACING=1 and FOS_BENCH_METRICS=1 measure it with tracing and
+// metrics on (api/telemetry_bench_test.go).
 func BenchmarkCreateOrder(b *testing.B) {
-	e := newEnv(b)
+	e := newEnv(b, benchTelemetry(b))
 	owner := e.signup()
 	bridge := orderTestBridge(b, e, owner.org, "Bench shop")
 	key := e.apiKey(owner, "orders:write")

@@ -24,6 +24,7 @@ import (
 	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/telemetry"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
@@ -80,6 +81,12 @@ type Deps struct {
 	OperationTune func(*workflows.OperationExecuteInput)
 	// Embed configures the embed endpoints (api/embed.go).
 	Embed EmbedDeps
+	// Tracing traces every request (a span named by its route pattern,
+	// the trace id in the access log line); nil or off: none.
+	Tracing *telemetry.Tracing
+	// HTTPMetrics measures every request by route pattern and status
+	// (nil: not measured).
+	HTTPMetrics *telemetry.HTTPMetrics
 }
 
 // Server holds the handlers' dependencies.
@@ -149,6 +156,9 @@ func NewRouter(d Deps) http.Handler {
 	s.domains = newDomains(d, s)
 	s.embedLimits = newEmbedLimits()
 	r := chi.NewRouter()
+	if d.Tracing.Enabled() || d.HTTPMetrics != nil {
+		r.Use(telemetry.Middleware(d.Tracing, d.HTTPMetrics))
+	}
 	r.Use(s.requestContext)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)

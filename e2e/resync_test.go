@@ -38,6 +38,7 @@ import (
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
+	"github.com/fos-dev/fos/telemetry"
 	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
@@ -81,6 +82,13 @@ func start(t testing.TB, wrap ...func(*carriers.Registry) *carriers.Registry) *s
 // real connector pointed at the sandbox's stores, as under FOS_SANDBOX=1).
 func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Registry) *carriers.Registry) *stack {
 	t.Helper()
+	return startTraced(t, nil, plat, wrap...)
+}
+
+// startTraced is startWith with tracing (nil: off) in the API, the
+// Temporal client and workers, and the store's queries, as fos runs it.
+func startTraced(t testing.TB, tr *telemetry.Tracing, plat *platforms.Registry, wrap ...func(*carriers.Registry) *carriers.Registry) *stack {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -88,6 +96,14 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	st := storetest.New(t)
+	if tr.Enabled() {
+		traced, err := store.Open(ctx, storetest.URL(), store.WithQueryTracer(tr.QueryTracer()))
+		require.NoError(t, err)
+		t.Cleanup(traced.Close)
+		st = traced
+	}
+	interceptors, err := tr.TemporalInterceptors()
+	require.NoError(t, err)
 	box, err := secrets.NewBox(secrets.NewKey())
 	require.NoError(t, err)
 
@@ -99,7 +115,7 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 	}
 
 	var ts *temporaltest.TestServer
-	clientOpts := temporaltest.WithBaseClientOptions(client.Options{DataConverter: dataConverter, FailureConverter: codectest.FailureConverter()})
+	clientOpts := temporaltest.WithBaseClientOptions(client.Options{DataConverter: dataConverter, FailureConverter: codectest.FailureConverter(), Interceptors: interceptors})
 	serverOpts := temporaltest.WithBaseServerOptions(temporal.WithDynamicConfigClient(devenv.DynamicConfig()))
 	if tt, ok := t.(*testing.T); ok {
 		ts = temporaltest.NewServer(temporaltest.WithT(tt), clientOpts, serverOpts)
@@ -146,6 +162,7 @@ func startWith(t testing.TB, plat *platforms.Registry, wrap ...func(*carriers.Re
 		// As under fos dev: tenant URLs may name this machine (the test
 		// servers listen on loopback).
 		AllowPrivateURLs: true,
+		Tracing:          tr,
 	}))
 	t.Cleanup(srv.Close)
 	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, reg: reg, platforms: plat}

@@ -44,8 +44,21 @@ type Store struct {
 	Pool *pgxpool.Pool
 }
 
+// Option adjusts the pool's configuration before it connects.
+type Option func(*pgxpool.Config)
+
+// WithQueryTracer traces every statement the pool runs (telemetry's
+// otelpgx tracer); nil: none.
+func WithQueryTracer(t pgx.QueryTracer) Option {
+	return func(cfg *pgxpool.Config) {
+		if t != nil {
+			cfg.ConnConfig.Tracer = t
+		}
+	}
+}
+
 // Open connects to PostgreSQL and checks the connection.
-func Open(ctx context.Context, url string) (*Store, error) {
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
@@ -54,6 +67,9 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		cfg.MaxConns = 16
 	}
 	ConfigurePool(cfg)
+	for _, o := range opts {
+		o(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)

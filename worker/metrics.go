@@ -20,6 +20,7 @@ type Metrics struct {
 	scope    tally.Scope
 	closer   interface{ Close() error }
 	reporter tallyprom.Reporter
+	reg      *prom.Registry
 }
 
 // NewMetrics returns the metrics; pass Handler() as client.Options'
@@ -40,7 +41,7 @@ func NewMetrics(log *slog.Logger) *Metrics {
 		Separator:       tallyprom.DefaultSeparator,
 		SanitizeOptions: &sanitize,
 	}, time.Second)
-	return &Metrics{scope: scope, closer: closer, reporter: reporter}
+	return &Metrics{scope: scope, closer: closer, reporter: reporter, reg: reg}
 }
 
 // sanitize keeps metric and label names to what Prometheus accepts, and
@@ -59,6 +60,9 @@ func (m *Metrics) Handler() client.MetricsHandler { return tallyHandler{m.scope}
 
 // HTTPHandler serves the metrics in Prometheus' text format.
 func (m *Metrics) HTTPHandler() http.Handler { return m.reporter.HTTPHandler() }
+
+// Gatherer gathers the SDK metrics (to serve them beside others).
+func (m *Metrics) Gatherer() prom.Gatherer { return m.reg }
 
 // Close flushes and stops the reporting loop.
 func (m *Metrics) Close() error { return m.closer.Close() }

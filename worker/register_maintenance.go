@@ -23,6 +23,7 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 		Store:    deps.Store,
 		Logger:   deps.Logger.With("component", "activities", "domain", "maintenance"),
 		Temporal: deps.Temporal,
+		Repaired: deps.Metrics.Repaired,
 	}
 	if deps.Temporal != nil {
 		queue := deps.BulkTaskQueue

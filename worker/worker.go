@@ -18,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/telemetry"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -47,6 +48,8 @@ type Deps struct {
 	// delivery retries start (empty: WebhookTaskQueue(TaskQueue)).
 	Embed          EmbedDeps
 	EmbedTaskQueue string
+	// Metrics counts the reconciler's repairs (nil: not counted).
+	Metrics *telemetry.Metrics
 }
 
 // New returns a worker on taskQueue with every workflow and activity

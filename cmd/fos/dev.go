@@ -60,7 +60,12 @@ func runDev(ctx context.Context, args []string) error {
 		}()
 		cfg.DatabaseURL = pg.URL()
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL)
+	tel, err := startTelemetry(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer tel.stop()
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.WithQueryTracer(tel.tracing.QueryTracer()))
 	if err != nil {
 		return err
 	}
@@ -114,12 +119,7 @@ func runDev(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	metrics, stopMetrics, err := startMetrics(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	defer stopMetrics()
-	tc, err := dialTemporal(ctx, cfg, log, metrics)
+	tc, err := dialTemporal(ctx, cfg, log, tel.sdk, tel.interceptors...)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,8 @@ func runDev(ctx context.Context, args []string) error {
 	if err := worker.EnsureSearchAttributes(ctx, tc, cfg.TemporalNamespace); err != nil {
 		return err
 	}
-	svc := &services{cfg: cfg, log: log, store: st, secrets: box, temporal: tc, codec: codec}
+	svc := &services{cfg: cfg, log: log, store: st, secrets: box, temporal: tc, codec: codec, tel: tel}
+	watchBacklogs(svc)
 	if err := ensureSchedules(ctx, svc); err != nil {
 		return err
 	}

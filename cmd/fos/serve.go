@@ -32,9 +32,9 @@ type services struct {
 	secrets  *secrets.Box
 	temporal client.Client
 	// codec encrypts Temporal payloads (the client's data converter uses
-	// the same keys); stopMetrics ends the metrics listener.
-	codec       *payloadcodec.Codec
-	stopMetrics func()
+	// the same keys); tel is the traces and metrics.
+	codec *payloadcodec.Codec
+	tel   *processTelemetry
 
 	platformsOnce sync.Once
 	platforms     *platforms.Registry
@@ -51,8 +51,8 @@ func (s *services) close() {
 	if s.temporal != nil {
 		s.temporal.Close()
 	}
-	if s.stopMetrics != nil {
-		s.stopMetrics()
+	if s.tel != nil {
+		s.tel.stop()
 	}
 	if s.store != nil {
 		s.store.Close()
@@ -71,12 +71,12 @@ func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*se
 	if err != nil {
 		return nil, err
 	}
-	metrics, stopMetrics, err := startMetrics(ctx, cfg, log)
+	tel, err := startTelemetry(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
-	svc := &services{cfg: cfg, log: log, secrets: box, codec: codec, stopMetrics: stopMetrics}
-	if svc.store, err = store.Open(ctx, cfg.DatabaseURL); err != nil {
+	svc := &services{cfg: cfg, log: log, secrets: box, codec: codec, tel: tel}
+	if svc.store, err = store.Open(ctx, cfg.DatabaseURL, store.WithQueryTracer(tel.tracing.QueryTracer())); err != nil {
 		svc.close()
 		return nil, err
 	}
@@ -86,7 +86,7 @@ func openServices(ctx context.Context, cfg config.Config, log *slog.Logger) (*se
 		svc.close()
 		return nil, fmt.Errorf("upgrade stored secrets: %w", err)
 	}
-	if svc.temporal, err = dialTemporal(ctx, cfg, log, metrics); err != nil {
+	if svc.temporal, err = dialTemporal(ctx, cfg, log, tel.sdk, tel.interceptors...); err != nil {
 		svc.close()
 		return nil, err
 	}
@@ -132,7 +132,9 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		Limits:           svc.cfg.Limits,
 		IdempotencyLease: svc.cfg.IdempotencyLease,
 		// Embed: OAuth exchanges and delivery retries on the webhook queue.
-		Embed: api.EmbedDeps{StorefrontA: storefrontAApp(svc.cfg), TaskQueue: worker.WebhookTaskQueue(svc.cfg.TaskQueue)},
+		Embed:       api.EmbedDeps{StorefrontA: storefrontAApp(svc.cfg), TaskQueue: worker.WebhookTaskQueue(svc.cfg.TaskQueue)},
+		Tracing:     svc.tel.tracingOf(),
+		HTTPMetrics: svc.tel.httpMetrics(),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	tlog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -25,7 +26,7 @@ import (
 // temporalClientOptions are the client options of every process (serve,
 // worker, dev): address and namespace, TLS or mTLS, the API key, the
 // payload codec and the SDK metrics (nil: none).
-func temporalClientOptions(cfg config.Config, log *slog.Logger, metrics client.MetricsHandler) (client.Options, error) {
+func temporalClientOptions(cfg config.Config, log *slog.Logger, metrics client.MetricsHandler, interceptors ...interceptor.ClientInterceptor) (client.Options, error) {
 	codec, err := payloadCodec(cfg)
 	if err != nil {
 		return client.Options{}, err
@@ -37,6 +38,8 @@ func temporalClientOptions(cfg config.Config, log *slog.Logger, metrics client.M
 		DataConverter:    codec.DataConverter(),
 		FailureConverter: codec.FailureConverter(),
 		MetricsHandler:   metrics,
+		// Tracing (telemetry): on the client and every worker made from it.
+		Interceptors: interceptors,
 	}
 	t := cfg.Temporal
 	if t.TLSEnabled() {
@@ -105,8 +108,8 @@ func payloadCodec(cfg config.Config) (*payloadcodec.Codec, error) {
 }
 
 // dialTemporal connects to Temporal with the options above.
-func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics client.MetricsHandler) (client.Client, error) {
-	opts, err := temporalClientOptions(cfg, log, metrics)
+func dialTemporal(ctx context.Context, cfg config.Config, log *slog.Logger, metrics client.MetricsHandler, interceptors ...interceptor.ClientInterceptor) (client.Client, error) {
+	opts, err := temporalClientOptions(cfg, log, metrics, interceptors...)
 	if err != nil {
 		return nil, err
 	}
@@ -163,6 +166,9 @@ func newWorkers(svc *services) *workers {
 		// The reconciler restarts bulk work where the API starts it.
 		BulkTaskQueue: svc.cfg.Temporal.BulkTaskQueue,
 		Embed:         worker.EmbedDeps{StorefrontA: storefrontAApp(svc.cfg), AllowPrivateURLs: svc.cfg.AllowPrivateURLs, BaseURL: svc.cfg.BaseURL},
+	}
+	if svc.tel != nil {
+		deps.Metrics = svc.tel.metrics
 	}
 	t := svc.cfg.Temporal
 	for _, q := range []struct {
@@ -234,23 +240,6 @@ func startSideListener(ctx context.Context, log *slog.Logger, cfg config.Config,
 		cancel()
 	}()
 	return func() { cancel(); <-done }, nil
-}
-
-// startMetrics serves the Temporal SDK metrics at FOS_METRICS_ADDR
-// (GET /metrics) when it is set; the handler goes into the client options.
-func startMetrics(ctx context.Context, cfg config.Config, log *slog.Logger) (client.MetricsHandler, func(), error) {
-	if cfg.Temporal.MetricsAddr == "" {
-		return nil, func() {}, nil
-	}
-	m := worker.NewMetrics(log)
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.HTTPHandler())
-	stop, err := startSideListener(ctx, log, cfg, cfg.Temporal.MetricsAddr, mux, "metrics")
-	if err != nil {
-		_ = m.Close()
-		return nil, nil, fmt.Errorf("FOS_METRICS_ADDR: %w", err)
-	}
-	return m.Handler(), func() { stop(); _ = m.Close() }, nil
 }
 
 // codecHandler is the remote codec endpoint (mount it at /codec).

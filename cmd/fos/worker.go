@@ -28,6 +28,7 @@ func runWorker(ctx context.Context) error {
 	if err := ensureSchedules(ctx, svc); err != nil {
 		return err
 	}
+	watchBacklogs(svc)
 	log.Info("worker starting", "task_queue", cfg.TaskQueue, "bulk_task_queue", cfg.Temporal.BulkTaskQueue, "temporal", cfg.TemporalAddress)
 	startWebhookRelay(ctx, svc)
 	return newWorkers(svc).run(ctx)

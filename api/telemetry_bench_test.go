@@ -1,0 +1,60 @@
+package api
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/telemetry"
+)
+
+// benchTelemetry turns the benchmarks' telemetry on as fos does:
+//
+//	FOS_BENCH_TRACING=1   spans of the router, the store's queries (a
+//	                      traced pool of the same size) exported over OTLP
+//	                      to OTEL_EXPORTER_OTLP_ENDPOINT, or, unset, to a
+//	                      loopback sink that reads and drops each batch
+//	FOS_BENCH_METRICS=1   the HTTP request metrics
+//
+// Unset: off, as the service runs without OTEL_EXPORTER_OTLP_ENDPOINT and
+// FOS_METRICS_ADDR.
+func benchTelemetry(b *testing.B) func(*Deps) {
+	return func(d *Deps) {
+		if os.Getenv("FOS_BENCH_METRICS") == "1" {
+			d.HTTPMetrics = telemetry.NewMetrics().HTTP()
+		}
+		if os.Getenv("FOS_BENCH_TRACING") != "1" {
+			return
+		}
+		ctx := context.Background()
+		var opts []otlptracehttp.Option
+		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+			sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.WriteHeader(http.StatusOK)
+			}))
+			b.Cleanup(sink.Close)
+			opts = append(opts, otlptracehttp.WithEndpointURL(sink.URL+"/v1/traces"))
+		}
+		exp, err := otlptracehttp.New(ctx, opts...)
+		require.NoError(b, err)
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+		tr := telemetry.NewTracing(tp)
+		b.Cleanup(func() { _ = tr.Shutdown() })
+		conns := d.Store.Pool.Config().MaxConns
+		st, err := store.Open(ctx, d.Store.Pool.Config().ConnString(), store.WithQueryTracer(tr.QueryTracer()),
+			func(c *pgxpool.Config) { c.MaxConns = conns })
+		require.NoError(b, err)
+		b.Cleanup(st.Close)
+		d.Store, d.Tracing = st, tr
+	}
+}
