@@ -735,17 +735,18 @@ type sbEvent struct {
 }
 
 // dispatchDate is the day the carrier collects the shipment: its ship date,
-// or, for a label issued within an hour of (or after) that day's 18:00 UTC
-// pickup, the next business day's, as a real carrier takes a late label on
-// its next run. A label is never "tendered" the moment it is bought.
+// or, for a label issued on its ship date within an hour of (or after) that
+// day's 18:00 UTC pickup, the next business day's, as a real carrier takes
+// a late label on its next run: a label is never "tendered" the moment it
+// is bought. A back-dated label (ship date before its creation day) keeps
+// its date: it was picked up then.
 func (sh sbShipment) dispatchDate() time.Time {
-	d := sh.shipDate
 	if sh.issued {
-		for i := 0; i < 30 && !sh.created.Before(d.Add(17*time.Hour)); i++ {
-			d = addBusinessDays(d, 1)
+		if late := sh.created.Sub(sh.shipDate); late >= 17*time.Hour && late < 24*time.Hour {
+			return addBusinessDays(sh.shipDate, 1)
 		}
 	}
-	return d
+	return sh.shipDate
 }
 
 func (sh sbShipment) pickupAt() time.Time { return sh.dispatchDate().Add(18 * time.Hour) }
