@@ -75,7 +75,10 @@ func TestTransformationAttacks(t *testing.T) {
 			"sampleData": map[string]any{"a": 1}})
 		require.Equal(t, 200, res.Code, "%s", res.Raw)
 		require.Equal(t, true, res.Body["success"], "%s", res.Raw)
-		require.Less(t, time.Since(start), 2*time.Second)
+		// Starved, it would wait behind the hostile runs' deadlines and
+		// fail; served in turn it answers in well under a deadline even
+		// when starting a fresh sandbox process on a loaded machine.
+		require.Less(t, time.Since(start), 5*time.Second)
 	}
 	close(stop)
 	wg.Wait()
