@@ -17,9 +17,9 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
-	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
