@@ -27,10 +27,15 @@ const tenLines = `function transform(order) {
 // in this process and reports the p50 and p99 latency of one run (the
 // in-process baseline of BenchmarkTransformPool).
 func BenchmarkTransform(b *testing.B) {
-	sb := NewWithPool(Limits{}, nil)
+	benchLatency(b, NewWithPool(Limits{}, nil))
+}
+
+// benchLatency runs tenLines over realisticOrder b.N times and reports
+// the p50 and p99 latency of one run.
+func benchLatency(b *testing.B, sb *Sandbox) {
 	ctx := context.Background()
 	in := []byte(realisticOrder)
-	if _, err := sb.Run(ctx, tenLines, in); err != nil {
+	if _, err := sb.RunFor(ctx, "org", tenLines, in); err != nil {
 		b.Fatal(err)
 	}
 	lat := make([]time.Duration, 0, b.N)
@@ -38,7 +43,7 @@ func BenchmarkTransform(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		start := time.Now()
-		if _, err := sb.Run(ctx, tenLines, in); err != nil {
+		if _, err := sb.RunFor(ctx, "org", tenLines, in); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(start))
@@ -79,26 +84,7 @@ func BenchmarkTransformPool(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	sb := NewWithPool(Limits{}, p)
-	ctx := context.Background()
-	in := []byte(realisticOrder)
-	if _, err := sb.RunFor(ctx, "org", tenLines, in); err != nil {
-		b.Fatal(err)
-	}
-	lat := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		if _, err := sb.RunFor(ctx, "org", tenLines, in); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(start))
-	}
-	b.StopTimer()
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	benchLatency(b, NewWithPool(Limits{}, p))
 }
 
 // BenchmarkTransformBatch runs the 10-line transformation over a sync
