@@ -62,7 +62,9 @@ func TestMemoryBombsCannotTakeTheServiceDown(t *testing.T) {
 			start := time.Now()
 			_, err := guarded.Run(ctx, code, []byte(`{}`))
 			e := requireKind(t, err, KindMemory)
-			require.Contains(t, e.Message, "sandbox limit")
+			if name != "flatMap" { // refused before it allocates
+				require.Contains(t, e.Message, "sandbox limit")
+			} // flatMap's parts are counted as they come: the guard or the process limit stops it
 			require.Less(t, time.Since(start), 10*time.Second)
 		})
 	}

@@ -261,7 +261,9 @@ func TestMemory(t *testing.T) {
 		_, err := sb.Run(context.Background(), code, []byte(`{}`))
 		e := requireKind(t, err, KindMemory)
 		require.Contains(t, e.Message, "sandbox limit", code)
-		require.Less(t, time.Since(start), time.Second, code)
+		// Well within the deadline (sb's is 5 s); a run may include the
+		// start of a fresh sandbox process on a loaded machine.
+		require.Less(t, time.Since(start), 3*time.Second, code)
 	}
 	// Ordinary array and string work still passes the guards.
 	out, err := run(t, sb, `function transform(d) {
