@@ -180,3 +180,22 @@ func TestCheckRunsTheSample(t *testing.T) {
 		}
 	}
 }
+
+// A process that died while idle (killed from outside) costs no run: the
+// request goes to a fresh one.
+func TestDeadIdleProcessIsReplaced(t *testing.T) {
+	p := testPool(t, PoolConfig{Processes: 1})
+	sb := NewWithPool(Limits{}, p)
+	code := `function transform(d) { return {n: d.n + 1} }`
+	_, err := sb.RunFor(context.Background(), "org", code, []byte(`{"n": 1}`))
+	require.NoError(t, err)
+	p.mu.Lock()
+	require.Len(t, p.idle, 1)
+	idle := p.idle[0]
+	p.mu.Unlock()
+	require.NoError(t, idle.cmd.Process.Kill())
+	_, _ = idle.cmd.Process.Wait()
+	out, err := sb.RunFor(context.Background(), "org", code, []byte(`{"n": 2}`))
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n": 3}`, string(out))
+}
