@@ -55,6 +55,7 @@ func (c *SyncCounts) transformFailed(trigger, ext string, r transforms.Result, m
 		msg = r.Error
 	}
 	c.TransformFailed++
+	c.addFailures(TransformFailures{TransformationID: r.TransformationID.String(), Name: r.Name, Failed: 1})
 	if len(c.TransformErrors) < MaxTransformErrors {
 		c.TransformErrors = append(c.TransformErrors, TransformError{
 			TransformationID: r.TransformationID.String(), Name: r.Name, TriggerPoint: trigger, ExternalID: ext, Error: msg,
@@ -109,6 +110,31 @@ func loadChain(ctx context.Context, l transforms.Loader, orgID, bridgeID uuid.UU
 	return c, nil
 }
 
+// transformBatch is how many records go to a sandbox process in one
+// request: the per-run cost of the process boundary is paid once per
+// batch, and the activity heartbeats between batches (each record may
+// take up to its deadline).
+const transformBatch = 50
+
+// applyBatches runs chain over ins in batches of transformBatch
+// (transforms.Chain.ApplyBatch), heartbeating with the external id of
+// each batch's first record.
+func applyBatches(ctx context.Context, chain *transforms.Chain, ins [][]byte, ext func(i int) string) ([][]byte, [][]transforms.Result, error) {
+	outs := make([][]byte, 0, len(ins))
+	results := make([][]transforms.Result, 0, len(ins))
+	for from := 0; from < len(ins); from += transformBatch {
+		to := min(from+transformBatch, len(ins))
+		heartbeat(ctx, chain.Trigger, ext(from))
+		o, r, err := chain.ApplyBatch(ctx, ins[from:to])
+		if err != nil {
+			return nil, nil, err
+		}
+		outs = append(outs, o...)
+		results = append(results, r...)
+	}
+	return outs, results, nil
+}
+
 // beforeSync passes each order through the before_sync chain. An order
 // whose transformation fails, or whose result changes its external id or
 // could not be stored, stays as it came (recorded in the counts).
@@ -117,25 +143,37 @@ func beforeSync(ctx context.Context, chain *transforms.Chain, orders []platforms
 	if chain.Empty() {
 		return orders, c, nil
 	}
+	ins := make([][]byte, len(orders))
+	for i, o := range orders {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			return nil, SyncCounts{}, fmt.Errorf("encode before_sync data: %w", err)
+		}
+		ins[i] = raw
+	}
+	outs, allResults, err := applyBatches(ctx, chain, ins, func(i int) string { return orders[i].ExternalID })
+	if err != nil {
+		return nil, SyncCounts{}, fmt.Errorf("before_sync transformations: %w", err)
+	}
 	out := make([]platforms.Order, len(orders))
 	for i, o := range orders {
-		heartbeat(ctx, transforms.BeforeSync, o.ExternalID)
 		out[i] = o
-		var t platforms.Order
-		results, err := chain.ApplyValue(ctx, o, &t)
-		if err != nil {
-			return nil, SyncCounts{}, fmt.Errorf("before_sync transformations: %w", err)
-		}
+		results := allResults[i]
 		if f := transforms.Failed(results); f != nil {
 			c.transformFailed(transforms.BeforeSync, o.ExternalID, *f, "")
 			continue
 		}
+		var t platforms.Order
 		problem := ""
-		switch {
-		case t.ExternalID != o.ExternalID:
-			problem = "a before_sync transformation may not change externalId"
-		case store.OrderBatchProblem(o) == "" && store.OrderBatchProblem(t) != "":
-			problem = "the result cannot be stored: " + store.OrderBatchProblem(t)
+		if err := json.Unmarshal(outs[i], &t); err != nil {
+			problem = "the result does not fit the data's shape: " + err.Error()
+		} else {
+			switch {
+			case t.ExternalID != o.ExternalID:
+				problem = "a before_sync transformation may not change externalId"
+			case store.OrderBatchProblem(o) == "" && store.OrderBatchProblem(t) != "":
+				problem = "the result cannot be stored: " + store.OrderBatchProblem(t)
+			}
 		}
 		if problem != "" {
 			c.transformFailed(transforms.BeforeSync, o.ExternalID, results[len(results)-1], problem)
@@ -183,20 +221,28 @@ func afterSyncOrders(ctx context.Context, st *store.Store, orgID uuid.UUID, chai
 		return c, fmt.Errorf("read synced orders: %w", err)
 	}
 	var rewrites []store.OrderRewrite
-	for _, so := range list {
+	// The orders to transform go through each transformation in one
+	// request to a sandbox process (transforms.Chain.ApplyBatch).
+	var todo []int
+	var ins [][]byte
+	for i, so := range list {
 		if so.Rewritten {
 			c.AfterSyncWritten++
 			continue
 		}
-		heartbeat(ctx, transforms.AfterSync, so.ExternalID)
 		in, err := json.Marshal(rules.OrderDetailJSONOf(so.Order))
 		if err != nil {
 			return c, fmt.Errorf("encode order: %w", err)
 		}
-		out, results, err := chain.Apply(ctx, in)
-		if err != nil {
-			return c, fmt.Errorf("after_sync transformations: %w", err)
-		}
+		todo = append(todo, i)
+		ins = append(ins, in)
+	}
+	outs, allResults, err := applyBatches(ctx, chain, ins, func(j int) string { return list[todo[j]].ExternalID })
+	if err != nil {
+		return c, fmt.Errorf("after_sync transformations: %w", err)
+	}
+	for j, i := range todo {
+		so, in, out, results := list[i], ins[j], outs[j], allResults[j]
 		if f := transforms.Failed(results); f != nil {
 			c.transformFailed(transforms.AfterSync, so.ExternalID, *f, "")
 			continue

@@ -162,6 +162,11 @@ func TestGrabOrdersFailingTransformationsLeaveOrdersUntouched(t *testing.T) {
 	}, counts.TransformErrors)
 	require.Equal(t, "5001", counts.TransformErrors[0].ExternalID)
 	require.Contains(t, counts.TransformErrors[0].Error, "no city for 5001")
+	require.ElementsMatch(t, []TransformFailures{
+		{TransformationID: boom.ID.String(), Name: "boom", Failed: 1},
+		{TransformationID: rekey.ID.String(), Name: "rekey", Failed: 1},
+		{TransformationID: total.ID.String(), Name: "zero totals", Failed: 2},
+	}, counts.FailingTransformations)
 
 	for ext, want := range map[string]struct {
 		city string
@@ -175,6 +180,35 @@ func TestGrabOrdersFailingTransformationsLeaveOrdersUntouched(t *testing.T) {
 	}
 }
 
+// Issue 15, finding 2: one organization's before_sync transformation that
+// overruns on every order (saved behind the save check's back) does not
+// slow another organization's sync: that one runs its own transformation
+// on every order, in time. The hostile sync imports its orders
+// untransformed and names the failing transformation.
+func TestHostileTransformationDoesNotStarveAnotherSync(t *testing.T) {
+	hostile, _ := transformFixture(t)
+	innocent, _ := transformFixture(t)
+	bomb := hostile.addTransformation("bomb", transforms.BeforeSync, 0, false,
+		`function transform(d) { var a = []; for (;;) a.push(a.length) }`)
+	innocent.addTransformation("tag", transforms.BeforeSync, 0, false, `function transform(d) { d.tags = ["seen"] }`)
+
+	done := make(chan SyncCounts, 1)
+	go func() { done <- hostile.grab(platforms.TaskGrabOrders) }()
+	time.Sleep(200 * time.Millisecond)
+	start := time.Now()
+	counts := innocent.grab(platforms.TaskGrabOrders)
+	took := time.Since(start)
+	require.Equal(t, 5, counts.Created)
+	require.Zero(t, counts.TransformFailed, "%+v", counts.TransformErrors)
+	require.Less(t, took, 3*time.Second, "the innocent sync waited for the hostile one")
+	require.Equal(t, []string{"seen"}, innocent.storedOrder("5000").Tags)
+
+	hc := <-done
+	require.Equal(t, 5, hc.Created, "the hostile organization's orders are imported untransformed")
+	require.Equal(t, 5, hc.TransformFailed)
+	require.Equal(t, []TransformFailures{{TransformationID: bomb.ID.String(), Name: "bomb", Failed: 5}}, hc.FailingTransformations)
+}
+
 func TestSyncCountsCapTransformErrors(t *testing.T) {
 	var c SyncCounts
 	for i := range MaxTransformErrors + 5 {
@@ -185,6 +219,8 @@ func TestSyncCountsCapTransformErrors(t *testing.T) {
 	}
 	require.Equal(t, MaxTransformErrors+5, c.TransformFailed)
 	require.Len(t, c.TransformErrors, MaxTransformErrors)
+	// Every failure is counted by transformation, past the cap.
+	require.Equal(t, []TransformFailures{{TransformationID: uuid.Nil.String(), Name: "t", Failed: MaxTransformErrors + 5}}, c.FailingTransformations)
 	raw, err := json.Marshal(SyncCounts{Fetched: 1})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"fetched":1,"created":0,"updated":0,"unchanged":0,"failed":0}`, string(raw), "no transformation fields without transformations")

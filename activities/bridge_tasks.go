@@ -192,6 +192,29 @@ type SyncCounts struct {
 	// MaxTransformErrors of them.
 	TransformFailed int              `json:"transformFailed,omitempty"`
 	TransformErrors []TransformError `json:"transformErrors,omitempty"`
+	// FailingTransformations counts the failures per transformation (all
+	// of them, past MaxTransformErrors): one that fails on every order
+	// shows here by id.
+	FailingTransformations []TransformFailures `json:"failingTransformations,omitempty"`
+}
+
+// TransformFailures is how often one transformation failed in a sync.
+type TransformFailures struct {
+	TransformationID string `json:"transformationId"`
+	Name             string `json:"name"`
+	Failed           int    `json:"failed"`
+}
+
+// addFailures adds n failures of a transformation (kept in first-seen
+// order; a slice, not a map, so merging is deterministic).
+func (c *SyncCounts) addFailures(f TransformFailures) {
+	for i := range c.FailingTransformations {
+		if c.FailingTransformations[i].TransformationID == f.TransformationID {
+			c.FailingTransformations[i].Failed += f.Failed
+			return
+		}
+	}
+	c.FailingTransformations = append(c.FailingTransformations, f)
 }
 
 // Add adds o to c (TransformErrors up to MaxTransformErrors).
@@ -208,6 +231,9 @@ func (c *SyncCounts) Add(o SyncCounts) {
 			break
 		}
 		c.TransformErrors = append(c.TransformErrors, e)
+	}
+	for _, f := range o.FailingTransformations {
+		c.addFailures(f)
 	}
 }
 

@@ -37,6 +37,10 @@ type MaintenanceActivities struct {
 	// WaitingKind's name, outcome "restarted" or "failed" (nil: not
 	// counted; the worker counts into fos_reconciler_repairs_total).
 	Repaired func(kind, outcome string)
+	// WebhookEventRetention keeps a settled inbound webhook event's payload
+	// (default store.DefaultWebhookEventRetention, 30 days);
+	// WebhookDedupeRetention its row and dedupe key (default 90 days).
+	WebhookEventRetention, WebhookDedupeRetention time.Duration
 }
 
 // PurgeExpiredInput is the input of PurgeExpired.
@@ -48,6 +52,37 @@ type PurgeExpiredResult struct {
 	LabelStashes    int64 `json:"labelStashes,omitempty"`
 	// OrderCountRows is the number of order counter rows folded or dropped.
 	OrderCountRows int64 `json:"orderCountRows,omitempty"`
+	// WebhookPayloadsEmptied and WebhookEventsDeleted count the inbound
+	// webhook events past their retention (store.PurgeWebhookEvents).
+	WebhookPayloadsEmptied int64 `json:"webhookPayloadsEmptied,omitempty"`
+	WebhookEventsDeleted   int64 `json:"webhookEventsDeleted,omitempty"`
+}
+
+// webhookPurgeBatch and webhookPurgeRounds bound one PurgeExpired's work
+// on webhook events (the next run goes on).
+const (
+	webhookPurgeBatch  = 5000
+	webhookPurgeRounds = 20
+)
+
+// purgeWebhookEvents applies the webhook event retention in batches.
+func (a *MaintenanceActivities) purgeWebhookEvents(ctx context.Context, res *PurgeExpiredResult) error {
+	keepEvents, keepKeys := a.WebhookEventRetention, a.WebhookDedupeRetention
+	if keepEvents <= 0 {
+		keepEvents = store.DefaultWebhookEventRetention
+	}
+	if keepKeys <= 0 {
+		keepKeys = store.DefaultWebhookDedupeRetention
+	}
+	for range webhookPurgeRounds {
+		emptied, deleted, err := store.PurgeWebhookEvents(ctx, a.Store.Pool, keepEvents, keepKeys, webhookPurgeBatch)
+		res.WebhookPayloadsEmptied += emptied
+		res.WebhookEventsDeleted += deleted
+		if err != nil || (emptied < webhookPurgeBatch && deleted < webhookPurgeBatch) {
+			return err
+		}
+	}
+	return nil
 }
 
 // PurgeExpired deletes Idempotency-Key records older than their 24-hour
@@ -71,7 +106,10 @@ func (a *MaintenanceActivities) PurgeExpired(ctx context.Context, _ PurgeExpired
 	}
 	res := PurgeExpiredResult{IdempotencyKeys: n, LabelStashes: stashes}
 	res.OrderCountRows, err = store.CompactOrderCounts(ctx, a.Store.Pool)
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	return res, a.purgeWebhookEvents(ctx, &res)
 }
 
 // ---- reconciliation ----

@@ -17,13 +17,20 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+// TestMain: the test binary is its own sandbox process, so the syncs'
+// transformations run in the process pool as in the worker.
+func TestMain(m *testing.M) {
+	sandbox.ServeIfChild()
+	os.Setenv("FOS_SANDBOX_MEMORY_MB", "256")
+	os.Exit(storetest.Run(m))
+}
 
 // fixture is an organization with a storefront_a bridge on the sandbox.
 type fixture struct {

@@ -28,7 +28,7 @@ import (
 // transformations run in the process pool as in the service.
 func TestMain(m *testing.M) {
 	sandbox.ServeIfChild()
-	os.Setenv("FOS_SANDBOX_MEMORY_MB", "192")
+	os.Setenv("FOS_SANDBOX_MEMORY_MB", "256")
 	os.Exit(storetest.Run(m))
 }
 

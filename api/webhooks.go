@@ -419,7 +419,7 @@ func webhookDedupeKey(r *http.Request, bridgeType, topic string, payloadID any, 
 	if bodyOnly {
 		h := sha256.New()
 		h.Write([]byte(topic + "\n"))
-		h.Write(body)
+		h.Write(canonicalJSON(body))
 		return "signed:" + hex.EncodeToString(h.Sum(nil))
 	}
 	sum := sha256.Sum256(body)
@@ -435,6 +435,24 @@ func webhookDedupeKey(r *http.Request, bridgeType, topic string, payloadID any, 
 		return "id:" + truncate(v, 200)
 	}
 	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// canonicalJSON is the body with its object keys sorted and no
+// insignificant space (numbers as written), so that the same event keys
+// the same whether its bytes came from the platform or back out of the
+// stored jsonb payload; a body that is not JSON is itself.
+func canonicalJSON(body []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil || d.More() {
+		return body
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // scalarString renders a JSON string or number; anything else is "".

@@ -376,3 +376,20 @@ func responseKeys(m map[string]any) []string {
 	}
 	return out
 }
+
+// A signed event keys the same from the platform's bytes and from the
+// stored jsonb payload (keys reordered, space dropped), whatever its
+// unsigned event-id headers say; another body or topic keys differently.
+func TestWebhookDedupeKeyOfSignedBody(t *testing.T) {
+	r1 := httptest.NewRequest("POST", "/", nil)
+	r1.Header.Set(StorefrontAEventID, "a")
+	r2 := httptest.NewRequest("POST", "/", nil)
+	r2.Header.Set(StorefrontAEventID, "b")
+	raw := []byte(`{"id": 7, "total_price": "10.50", "note": "x",  "n": 1.50}`)
+	stored := []byte(`{"n": 1.50, "id": 7, "note": "x", "total_price": "10.50"}`)
+	k := webhookDedupeKey(r1, "storefront_a", "orders/create", nil, raw, true)
+	require.Equal(t, k, webhookDedupeKey(r2, "storefront_a", "orders/create", nil, stored, true))
+	require.NotEqual(t, k, webhookDedupeKey(r1, "storefront_a", "orders/updated", nil, raw, true))
+	require.NotEqual(t, k, webhookDedupeKey(r1, "storefront_a", "orders/create", nil, []byte(`{"id": 8}`), true))
+	require.Equal(t, "event:a", webhookDedupeKey(r1, "storefront_a", "orders/create", nil, raw, false))
+}

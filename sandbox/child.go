@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -138,6 +137,9 @@ func serveChild(cfgJSON string) int {
 			// refusal allocated nothing.)
 			var e *Error
 			retire = retire || (errors.As(err, &e) && e.Message == errHeap.Message)
+			// So does one whose run left a large heap: a Go process's
+			// address space never shrinks, and RLIMIT_AS counts it.
+			retire = retire || (cfg.MemoryBytes > 0 && heapBytes() > cfg.MemoryBytes/4)
 			var flags byte
 			if retire {
 				flags = flagRetire
@@ -157,7 +159,6 @@ func serveChild(cfgJSON string) int {
 				if err = answer(res, rerr); err != nil {
 					break
 				}
-				collectIfLarge(cfg.MemoryBytes)
 			}
 		}
 		if err != nil {
@@ -173,8 +174,7 @@ func serveChild(cfgJSON string) int {
 // limitChild caps the child's address space and CPU time. There is no Go
 // memory limit: near one the collector runs without pause and a runaway
 // script crawls to its deadline instead of failing at once; instead the
-// child collects after a run that left a large heap (collectIfLarge), and
-// retires after a run that ran out of memory.
+// child retires after a run that left a large heap or ran out of memory.
 func limitChild(cfg childConfig) error {
 	if cfg.MemoryBytes > 0 {
 		base := vmSize()
@@ -190,14 +190,6 @@ func limitChild(cfg childConfig) error {
 		}
 	}
 	return nil
-}
-
-// collectIfLarge returns a large heap (over a quarter of the budget) to
-// the collector, so that the next run starts with its whole budget.
-func collectIfLarge(budget int64) {
-	if budget > 0 && heapBytes() > budget/4 {
-		debug.FreeOSMemory()
-	}
 }
 
 // vmSize is this process's address space in bytes (/proc/self/status).

@@ -386,6 +386,7 @@ func (p *Pool) do(ctx context.Context, tenant string, op byte, limits []byte, ti
 			res[i] = result{err: err}
 		}
 	}
+	lost := 0 // requests that found their process dead while idle
 	for i := 0; i < len(res); {
 		if err := p.acquire(ctx, tenant); err != nil {
 			fill(i, err)
@@ -406,6 +407,13 @@ func (p *Pool) do(ctx context.Context, tenant string, op byte, limits []byte, ti
 		n, healthy := p.exchange(ctx, pr, op, limits, timeout, code, batch, res[i:])
 		p.put(pr, healthy)
 		p.release(tenant)
+		if n == 0 {
+			if lost++; lost > 1 {
+				fill(i, res[i].err)
+				return
+			}
+			continue // once more on a fresh process
+		}
 		i += n
 		if i < len(res) && ctx.Err() != nil {
 			fill(i, canceledErr(ctx))
@@ -436,8 +444,9 @@ func (p *Pool) exchange(ctx context.Context, pr *proc, op byte, limits []byte, t
 
 	pr.wbuf = encodeRequest(pr.wbuf[:0], op, limits, code, inputs)
 	if err := writeFrame(pr.w, pr.wbuf); err != nil {
+		// The process had died while idle: nothing was run.
 		res[0] = result{err: p.deathOf(ctx, pr)}
-		return 1, false
+		return 0, false
 	}
 	retire := false
 	for n = 0; n < want; n++ {

@@ -208,7 +208,9 @@ func TestSizes(t *testing.T) {
 }
 
 func TestMemory(t *testing.T) {
-	sb := New(Limits{Timeout: 5 * time.Second, MaxHeapGrowth: 64 << 20})
+	// A generous deadline: the memory limit must answer, not the clock,
+	// also on a loaded machine.
+	sb := New(Limits{Timeout: 10 * time.Second, MaxHeapGrowth: 64 << 20})
 	for _, code := range []string{
 		`function transform(d) { let a = []; while (true) a.push(new Array(1e6).fill(0)) }`,
 		`function transform(d) { let a = []; while (true) a.push({x: "y".repeat(1000) + Math.random()}) }`,
@@ -218,7 +220,7 @@ func TestMemory(t *testing.T) {
 		start := time.Now()
 		_, err := sb.Run(context.Background(), code, []byte(`{}`))
 		e := requireKind(t, err, KindMemory)
-		require.Less(t, time.Since(start), 5*time.Second, code)
+		require.Less(t, time.Since(start), 10*time.Second, code)
 		t.Logf("%s: %v in %v", code, e, time.Since(start))
 	}
 	// Under the default limits, unbounded allocation ends in a failure
@@ -261,7 +263,9 @@ func TestMemory(t *testing.T) {
 		_, err := sb.Run(context.Background(), code, []byte(`{}`))
 		e := requireKind(t, err, KindMemory)
 		require.Contains(t, e.Message, "sandbox limit", code)
-		require.Less(t, time.Since(start), time.Second, code)
+		// Well within the deadline (sb's is 5 s); a run may include the
+		// start of a fresh sandbox process on a loaded machine.
+		require.Less(t, time.Since(start), 3*time.Second, code)
 	}
 	// Ordinary array and string work still passes the guards.
 	out, err := run(t, sb, `function transform(d) {

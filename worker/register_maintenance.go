@@ -2,6 +2,8 @@ package worker
 
 import (
 	"context"
+	"os"
+	"time"
 
 	"github.com/google/uuid"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -24,6 +26,10 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 		Logger:   deps.Logger.With("component", "activities", "domain", "maintenance"),
 		Temporal: deps.Temporal,
 		Repaired: deps.Metrics.Repaired,
+		// Inbound webhook event retention (Go durations, e.g. 720h;
+		// defaults 30 and 90 days).
+		WebhookEventRetention:  envDuration(deps, "FOS_WEBHOOK_EVENT_RETENTION"),
+		WebhookDedupeRetention: envDuration(deps, "FOS_WEBHOOK_DEDUPE_RETENTION"),
 	}
 	if deps.Temporal != nil {
 		queue := deps.BulkTaskQueue
@@ -43,4 +49,19 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 		}
 	}
 	r.RegisterActivity(a)
+}
+
+// envDuration reads a duration from the environment (zero: unset or
+// invalid, then the default applies; an invalid value is logged).
+func envDuration(deps Deps, name string) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		deps.Logger.Warn("ignoring an invalid duration", "variable", name, "value", v)
+		return 0
+	}
+	return d
 }
