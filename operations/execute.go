@@ -294,12 +294,20 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	)
 	sem := make(chan struct{}, par)
 	for _, j := range jobs {
+		// A batch being stopped (its worker going away) starts no item:
+		// the items it holds stay processing for its next attempt.
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(j job) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := s.executeItem(ctx, actor, in.Owner, j.item, j.resumed)
+			// An item started runs to its end even when the batch is
+			// being stopped (a graceful shutdown): a purchase cut off
+			// mid-call would leave its outcome unknown.
+			r := s.executeItem(context.WithoutCancel(ctx), actor, in.Owner, j.item, j.resumed)
 			// The result is written even when the activity is being
 			// cancelled: the effect happened.
 			_, err := store.SettleItems(context.WithoutCancel(ctx), s.store.Pool, in.OperationID, []store.ItemResult{r})
@@ -325,6 +333,9 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	wg.Wait()
 	if firstEr != nil {
 		return res, firstEr
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
 	}
 	op, err := store.OperationByID(ctx, s.store.Pool, orgID, in.OperationID)
 	if err != nil {
