@@ -241,6 +241,19 @@ func TestOperationExecuteEndToEnd(t *testing.T) {
 	// Undo of the same entry again: 409.
 	code, _ = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/undo", map[string]any{"historyId": data(out)["historyId"]})
 	require.Equal(t, 409, code)
+
+	// A small operation's runs are the recorded histories of the replay
+	// tests (FOS_UPDATE_HISTORY=1).
+	small := o.operation(3)
+	code, out = o.call(o.key, "", "POST", "/api/v1/operations/"+small+"/execute", nil)
+	require.Equal(t, 202, code, "%v", out)
+	require.Equal(t, "completed", o.waitOperation(small, time.Minute, finished)["status"])
+	code, out = o.call(o.key, "", "POST", "/api/v1/operations/"+small+"/undo", nil)
+	require.Equal(t, 202, code, "%v", out)
+	undoRun := o.temporal.GetWorkflow(context.Background(), data(out)["workflowId"].(string), "")
+	require.NoError(t, undoRun.Get(context.Background(), nil))
+	writeHistory(t, context.Background(), o.temporal, workflows.OperationWorkflowID(small), "", "operation_execute_history.json")
+	writeHistory(t, context.Background(), o.temporal, data(out)["workflowId"].(string), "", "operation_undo_history.json")
 }
 
 // TestOperationWorkerStopsMidExecution: the worker is stopped while
