@@ -33,6 +33,11 @@ type MaintenanceActivities struct {
 	// StartDispatch starts (or joins) an assignment's DispatchAssignment
 	// run (activities/dispatch.go).
 	StartDispatch func(ctx context.Context, orgID, assignmentID uuid.UUID) error
+	// StartOperation and StartOperationUndo start an operation's
+	// OperationExecute run again (resuming) and an entry's OperationUndo
+	// (activities/maintenance_operations.go).
+	StartOperation     func(ctx context.Context, orgID, operationID uuid.UUID) error
+	StartOperationUndo func(ctx context.Context, orgID, historyID uuid.UUID) error
 }
 
 // PurgeExpiredInput is the input of PurgeExpired.
@@ -151,7 +156,7 @@ func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRu
 	if a.Temporal == nil {
 		return out, nil
 	}
-	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind(), a.dispatchKind(), a.webhookEventKind()} {
+	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind(), a.dispatchKind(), a.webhookEventKind(), a.operationKind(), a.operationUndoKind()} {
 		res, err := a.ReconcileKind(ctx, kind)
 		out.add(res)
 		if err != nil {

@@ -16,9 +16,11 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
@@ -320,4 +322,47 @@ func BenchmarkOperationExecute1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n*b.N)/total.Seconds(), "items/s")
+}
+
+// TestReconcilerSettlesOperations: an executing operation whose run
+// vanished is restarted under its id and finishes; one whose run an
+// operator terminated ends failed with the reason.
+func TestReconcilerSettlesOperations(t *testing.T) {
+	o := startOps(t, nil)
+	w := o.startWorker()
+	t.Cleanup(w.Stop)
+	ctx := context.Background()
+	org := uuid.MustParse(o.org)
+	executing := func(id string) {
+		_, err := o.store.Pool.Exec(ctx, `UPDATE operations SET status = 'executing', executed_at = now(), started_at = now(),
+			updated_at = now() - interval '20 minutes' WHERE id = $1`, id)
+		require.NoError(t, err)
+	}
+	orphan := o.operation(20)
+	executing(orphan)
+	terminated := o.operation(5)
+	executing(terminated)
+	opts := worker.StartOptions(workflows.OperationWorkflowID(terminated), "nobody-polls", o.org, nil)
+	in := workflows.NewOperationExecuteInput(org, uuid.MustParse(terminated), domain.System(org))
+	in.State = &workflows.OperationExecuteState{Started: true}
+	_, err := o.temporal.ExecuteWorkflow(ctx, opts, workflows.OperationExecuteWorkflowType, in)
+	require.NoError(t, err)
+	require.NoError(t, o.temporal.TerminateWorkflow(ctx, workflows.OperationWorkflowID(terminated), "", "stuck on a bad deploy"))
+
+	ops := worker.TemporalOperations{Client: o.temporal, TaskQueue: o.queue}
+	m := &activities.MaintenanceActivities{Store: o.store, Temporal: o.temporal,
+		StartOperation:     func(ctx context.Context, orgID, id uuid.UUID) error { return ops.Restart(ctx, o.store, orgID, id) },
+		StartOperationUndo: func(ctx context.Context, orgID, id uuid.UUID) error { return ops.RestartUndo(ctx, o.store, orgID, id) },
+	}
+	res, err := m.ReconcileRuns(ctx, activities.ReconcileRunsInput{})
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Restarted, 1)
+	require.GreaterOrEqual(t, res.Failed, 1)
+
+	done := o.waitOperation(orphan, time.Minute, finished)
+	require.Equal(t, "completed", done["status"], "%v", done)
+	require.EqualValues(t, 20, done["completedCount"])
+	failed := data(o.mustCall(200, o.key, "GET", "/api/v1/operations/"+terminated, nil))
+	require.Equal(t, "failed", failed["status"])
+	require.Contains(t, failed["errorMessage"], "stuck on a bad deploy")
 }
