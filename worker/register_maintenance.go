@@ -42,7 +42,9 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 		}
 		ops := TemporalOperations{Client: deps.Temporal, TaskQueue: queue, Log: deps.Logger}
 		a.StartOperation = func(ctx context.Context, orgID, id uuid.UUID) error { return ops.Restart(ctx, deps.Store, orgID, id) }
-		a.StartOperationUndo = func(ctx context.Context, orgID, id uuid.UUID) error { return ops.RestartUndo(ctx, deps.Store, orgID, id) }
+		a.StartOperationUndo = func(ctx context.Context, orgID, id uuid.UUID) error {
+			return ops.RestartUndo(ctx, deps.Store, orgID, id)
+		}
 	}
 	r.RegisterActivity(a)
 }
