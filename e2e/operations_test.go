@@ -366,3 +366,54 @@ func TestReconcilerSettlesOperations(t *testing.T) {
 	require.Equal(t, "failed", failed["status"])
 	require.Contains(t, failed["errorMessage"], "stuck on a bad deploy")
 }
+
+// TestOperationPauseResumeCancelEndToEnd: pause stops starting items
+// (those in flight finish), resume continues, cancel skips what is left;
+// the refused moves are 409.
+func TestOperationPauseResumeCancelEndToEnd(t *testing.T) {
+	o := startOps(t, func(in *workflows.OperationExecuteInput) { in.BatchSize, in.Parallelism, in.ItemParallelism = 10, 1, 2 })
+	o.latency.Store(int64(30 * time.Millisecond))
+	w := o.startWorker()
+	t.Cleanup(w.Stop)
+	const n = 200
+	op := o.operation(n)
+	code, _ := o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/resume", nil)
+	require.Equal(t, 409, code, "a draft cannot be resumed")
+	code, out := o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/execute", nil)
+	require.Equal(t, 202, code, "%v", out)
+	o.waitOperation(op, time.Minute, func(op map[string]any) bool { return op["completedCount"].(float64) >= 10 })
+
+	code, out = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/pause", nil)
+	require.Equal(t, 200, code, "%v", out)
+	require.Equal(t, "paused", data(out)["status"])
+	code, _ = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/pause", nil)
+	require.Equal(t, 409, code)
+	code, _ = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/execute", nil)
+	require.Equal(t, 409, code)
+	// Items in flight finish; then nothing moves.
+	time.Sleep(time.Second)
+	before := o.ships.Load()
+	time.Sleep(time.Second)
+	require.Equal(t, before, o.ships.Load(), "no purchase while paused")
+	paused := data(o.mustCall(200, o.key, "GET", "/api/v1/operations/"+op, nil))
+	require.Equal(t, "paused", paused["status"])
+	require.EqualValues(t, 0, paused["processingCount"])
+
+	code, out = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/resume", nil)
+	require.Equal(t, 200, code, "%v", out)
+	require.Equal(t, "executing", data(out)["status"])
+	o.waitOperation(op, time.Minute, func(op map[string]any) bool {
+		return op["completedCount"].(float64) >= paused["completedCount"].(float64)+10
+	})
+	code, out = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/cancel", nil)
+	require.Equal(t, 200, code, "%v", out)
+	done := o.waitOperation(op, time.Minute, func(op map[string]any) bool { return op["processingCount"].(float64) == 0 })
+	require.Equal(t, "cancelled", done["status"])
+	require.EqualValues(t, n, done["completedCount"].(float64)+done["skippedCount"].(float64))
+	require.Greater(t, done["skippedCount"].(float64), 0.0)
+	_, _, labels := o.labelsOf(op)
+	require.EqualValues(t, done["completedCount"], labels)
+	require.EqualValues(t, labels, o.ships.Load(), "one purchase per completed item")
+	code, _ = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/cancel", nil)
+	require.Equal(t, 409, code)
+}
