@@ -417,3 +417,41 @@ func TestOperationPauseResumeCancelEndToEnd(t *testing.T) {
 	code, _ = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/cancel", nil)
 	require.Equal(t, 409, code)
 }
+
+// TestOperationTransformationsEndToEnd: after_operation transformations
+// run on each item's order and their change is written back once; a
+// failing before_operation transformation fails the item before any
+// label is bought.
+func TestOperationTransformationsEndToEnd(t *testing.T) {
+	o := startOps(t, nil)
+	w := o.startWorker()
+	t.Cleanup(w.Stop)
+	ctx := context.Background()
+	_, err := o.store.Pool.Exec(ctx, `INSERT INTO transformations (id, organization_id, name, trigger_point, code)
+		VALUES ($1, $2, 'tag it', 'after_operation', 'function transform(d) { d.note = "shipped by operation"; return d }')`, uuid.New(), o.org)
+	require.NoError(t, err)
+	op := o.operation(3)
+	code, out := o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/execute", nil)
+	require.Equal(t, 202, code, "%v", out)
+	require.Equal(t, "completed", o.waitOperation(op, time.Minute, finished)["status"])
+	var notes, acts int
+	require.NoError(t, o.store.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE o.note = 'shipped by operation'),
+		(SELECT count(*) FROM order_activities a JOIN operation_items j ON j.order_id = a.order_id WHERE j.operation_id = $1 AND a.type = $2)
+		FROM orders o JOIN operation_items i ON i.order_id = o.id WHERE i.operation_id = $1`, op, store.OrderTransformActivityType).Scan(&notes, &acts))
+	require.Equal(t, 3, notes)
+	require.Equal(t, 3, acts)
+
+	_, err = o.store.Pool.Exec(ctx, `INSERT INTO transformations (id, organization_id, name, trigger_point, code)
+		VALUES ($1, $2, 'broken', 'before_operation', 'function transform(d) { throw new Error("no") }')`, uuid.New(), o.org)
+	require.NoError(t, err)
+	before := o.ships.Load()
+	op2 := o.operation(2)
+	code, out = o.call(o.key, "", "POST", "/api/v1/operations/"+op2+"/execute", nil)
+	require.Equal(t, 202, code, "%v", out)
+	done := o.waitOperation(op2, time.Minute, finished)
+	require.Equal(t, "failed", done["status"])
+	require.EqualValues(t, 2, done["failedCount"])
+	require.Equal(t, before, o.ships.Load(), "no label bought")
+	items := o.mustCall(200, o.key, "GET", "/api/v1/operations/"+op2+"/items", nil)["data"].([]any)
+	require.Contains(t, items[0].(map[string]any)["errorMessage"], "broken")
+}

@@ -355,7 +355,7 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 	did := false
 	// (1) before_operation, not again for an item resumed (it ran).
 	if s.transforms != nil && !resumed {
-		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, TriggerBeforeOperation); err != nil {
+		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerBeforeOperation); err != nil {
 			return fail("before_operation transformation failed: " + errText(err))
 		}
 	}
@@ -394,7 +394,7 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 	}
 	// (4) after_operation.
 	if s.transforms != nil {
-		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, TriggerAfterOperation); err != nil {
+		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerAfterOperation); err != nil {
 			return withShipment(fail("after_operation transformation failed: "+errText(err)), out)
 		}
 	}

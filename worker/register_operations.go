@@ -18,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/transforms"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -36,6 +37,9 @@ func registerOperations(r sdkworker.Registry, deps Deps) {
 func NewOperations(deps Deps) *operations.Service {
 	sh := shipping.New(shipping.Deps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Logger: deps.Logger, Hooks: deps.OrderHooks})
 	d := operations.Deps{Store: deps.Store, Logger: deps.Logger, Labels: sh}
+	if deps.Store != nil {
+		d.Transforms = activities.OperationTransforms{Store: deps.Store, Transforms: transforms.New(deps.Store.Pool, nil)}
+	}
 	if deps.Temporal != nil {
 		queue := deps.BulkTaskQueue
 		if queue == "" {
