@@ -41,6 +41,11 @@ type MaintenanceActivities struct {
 	// (default store.DefaultWebhookEventRetention, 30 days);
 	// WebhookDedupeRetention its row and dedupe key (default 90 days).
 	WebhookEventRetention, WebhookDedupeRetention time.Duration
+	// StartOperation and StartOperationUndo start an operation's
+	// OperationExecute run again (resuming) and an entry's OperationUndo
+	// (activities/maintenance_operations.go).
+	StartOperation     func(ctx context.Context, orgID, operationID uuid.UUID) error
+	StartOperationUndo func(ctx context.Context, orgID, historyID uuid.UUID) error
 }
 
 // PurgeExpiredInput is the input of PurgeExpired.
@@ -193,7 +198,7 @@ func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRu
 	if a.Temporal == nil {
 		return out, nil
 	}
-	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind(), a.dispatchKind(), a.webhookEventKind()} {
+	for _, kind := range []WaitingKind{a.rateComparisonKind(), a.carrierRegistrationKind(), a.taskExecutionKind(), a.dispatchKind(), a.webhookEventKind(), a.operationKind(), a.operationUndoKind()} {
 		res, err := a.ReconcileKind(ctx, kind)
 		out.add(res)
 		if err != nil {

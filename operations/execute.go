@@ -294,12 +294,20 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	)
 	sem := make(chan struct{}, par)
 	for _, j := range jobs {
+		// A batch being stopped (its worker going away) starts no item:
+		// the items it holds stay processing for its next attempt.
+		if ctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(j job) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			r := s.executeItem(ctx, actor, in.Owner, j.item, j.resumed)
+			// An item started runs to its end even when the batch is
+			// being stopped (a graceful shutdown): a purchase cut off
+			// mid-call would leave its outcome unknown.
+			r := s.executeItem(context.WithoutCancel(ctx), actor, in.Owner, j.item, j.resumed)
 			// The result is written even when the activity is being
 			// cancelled: the effect happened.
 			_, err := store.SettleItems(context.WithoutCancel(ctx), s.store.Pool, in.OperationID, []store.ItemResult{r})
@@ -326,6 +334,9 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	if firstEr != nil {
 		return res, firstEr
 	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
 	op, err := store.OperationByID(ctx, s.store.Pool, orgID, in.OperationID)
 	if err != nil {
 		return res, err
@@ -344,7 +355,7 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 	did := false
 	// (1) before_operation, not again for an item resumed (it ran).
 	if s.transforms != nil && !resumed {
-		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, TriggerBeforeOperation); err != nil {
+		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerBeforeOperation); err != nil {
 			return fail("before_operation transformation failed: " + errText(err))
 		}
 	}
@@ -383,7 +394,7 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 	}
 	// (4) after_operation.
 	if s.transforms != nil {
-		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, TriggerAfterOperation); err != nil {
+		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerAfterOperation); err != nil {
 			return withShipment(fail("after_operation transformation failed: "+errText(err)), out)
 		}
 	}

@@ -88,9 +88,10 @@ type DispatchInput struct {
 
 // Transforms runs an organization's transformations of a trigger point
 // (before_operation, after_operation) on an order and keeps what they
-// return; a failing transformation is an error naming it.
+// return (once per key: the item); a failing transformation is an error
+// naming it.
 type Transforms interface {
-	TransformOrder(ctx context.Context, orgID, orderID uuid.UUID, trigger string) error
+	TransformOrder(ctx context.Context, orgID, orderID, key uuid.UUID, trigger string) error
 }
 
 // Deps are the Service's dependencies.

@@ -226,7 +226,10 @@ type FinishUndoInput struct {
 	HistoryID   uuid.UUID
 	Voided      int
 	Cancelled   int
-	Refused     []RefusedLabel
+	// Refused names the labels the carrier refused to void (at most a
+	// few hundred); RefusedCount counts them all.
+	Refused      []RefusedLabel
+	RefusedCount int
 }
 
 // FinishUndo marks the entry undone and records the undone entry (what was
@@ -247,7 +250,7 @@ func (s *Service) FinishUndo(ctx context.Context, in FinishUndoInput) error {
 		}
 		prev, _ := json.Marshal(map[string]any{"historyId": in.HistoryID, "action": e.Action, "state": e.NewState})
 		next, _ := json.Marshal(map[string]any{"historyId": in.HistoryID, "state": e.PreviousState, "labelsVoided": in.Voided,
-			"dispatchesCancelled": in.Cancelled, "refusedLabels": refused})
+			"dispatchesCancelled": in.Cancelled, "labelsRefused": max(in.RefusedCount, len(refused)), "refusedLabels": refused})
 		return store.InsertHistory(ctx, tx, store.HistoryEntry{ID: uuid.NewSHA1(in.HistoryID, []byte("undone")), OrganizationID: orgID,
 			OperationID: in.OperationID, Action: store.HistoryUndone, AffectedItemIDs: e.AffectedItemIDs, AffectedOrderIDs: e.AffectedOrderIDs,
 			PreviousState: prev, NewState: next, IsUndoable: false, PerformedBy: performer(in.Actor)})

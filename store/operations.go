@@ -638,3 +638,39 @@ func RunningOperations(ctx context.Context, db DBTX, before time.Time, limit int
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Operation])
 	return out, mapErr(err)
 }
+
+// StaleOperations lists up to limit operations executing or paused since
+// before cutoff (their last change), oldest first: the reconciler's rows.
+func StaleOperations(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, updated_at AS since FROM operations
+ WHERE status IN ('executing', 'paused') AND updated_at < $1 ORDER BY updated_at LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
+	return out, mapErr(err)
+}
+
+// StaleUndos lists up to limit history entries whose undo began before
+// cutoff and did not finish.
+func StaleUndos(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, undo_started_at AS since FROM operation_history
+ WHERE undo_started_at IS NOT NULL AND NOT is_undone AND undo_started_at < $1 ORDER BY undo_started_at LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
+	return out, mapErr(err)
+}
+
+// HistoryEntryByID is an entry of the organization, whatever its
+// operation.
+func HistoryEntryByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (HistoryEntry, error) {
+	rows, _ := db.Query(ctx, `SELECT `+historyCols+` FROM operation_history WHERE organization_id = $1 AND id = $2`, orgID, id)
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[HistoryEntry])
+	return out, mapErr(err)
+}
+
+// AbandonUndo clears an unfinished undo, so that the entry may be undone
+// again; it reports whether it did.
+func AbandonUndo(ctx context.Context, db DBTX, orgID, id uuid.UUID) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE operation_history SET undo_started_at = NULL WHERE organization_id = $1 AND id = $2 AND NOT is_undone AND undo_started_at IS NOT NULL`, orgID, id)
+	if err != nil {
+		return false, mapErr(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

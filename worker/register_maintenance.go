@@ -47,6 +47,11 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 			_, err := DispatchStarter(deps).StartAssignments(ctx, orgID, []uuid.UUID{id})
 			return err
 		}
+		ops := TemporalOperations{Client: deps.Temporal, TaskQueue: queue, Log: deps.Logger}
+		a.StartOperation = func(ctx context.Context, orgID, id uuid.UUID) error { return ops.Restart(ctx, deps.Store, orgID, id) }
+		a.StartOperationUndo = func(ctx context.Context, orgID, id uuid.UUID) error {
+			return ops.RestartUndo(ctx, deps.Store, orgID, id)
+		}
 	}
 	r.RegisterActivity(a)
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/shipping"
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/transforms"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -35,6 +37,9 @@ func registerOperations(r sdkworker.Registry, deps Deps) {
 func NewOperations(deps Deps) *operations.Service {
 	sh := shipping.New(shipping.Deps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Logger: deps.Logger, Hooks: deps.OrderHooks})
 	d := operations.Deps{Store: deps.Store, Logger: deps.Logger, Labels: sh}
+	if deps.Store != nil {
+		d.Transforms = activities.OperationTransforms{Store: deps.Store, Transforms: transforms.New(deps.Store.Pool, nil)}
+	}
 	if deps.Temporal != nil {
 		queue := deps.BulkTaskQueue
 		if queue == "" {
@@ -147,4 +152,31 @@ func (t TemporalOperations) Undo(ctx context.Context, in operations.UndoRun) err
 		return nil // the undo ran already
 	}
 	return Unavailable(ctx, err)
+}
+
+// Restart starts an operation's OperationExecute run again (the
+// reconciler, for a run that vanished): executing already, paused when the
+// operation is, acting as the system.
+func (t TemporalOperations) Restart(ctx context.Context, st *store.Store, orgID, opID uuid.UUID) error {
+	op, err := store.OperationByID(ctx, st.Pool, orgID, opID)
+	if err != nil {
+		return err
+	}
+	in := workflows.NewOperationExecuteInput(orgID, opID, domain.System(orgID))
+	if t.Tune != nil {
+		t.Tune(&in)
+	}
+	in.State = &workflows.OperationExecuteState{Started: true, Paused: op.Status == store.OperationPaused, Total: op.ItemCount}
+	opts := StartOptions(workflows.OperationWorkflowID(opID.String()), t.TaskQueue, orgID.String(), map[string]any{"operationId": opID.String()})
+	_, err = t.Client.ExecuteWorkflow(ctx, opts, workflows.OperationExecuteWorkflowType, in)
+	return err
+}
+
+// RestartUndo starts an entry's OperationUndo run again.
+func (t TemporalOperations) RestartUndo(ctx context.Context, st *store.Store, orgID, historyID uuid.UUID) error {
+	e, err := store.HistoryEntryByID(ctx, st.Pool, orgID, historyID)
+	if err != nil {
+		return err
+	}
+	return t.Undo(ctx, operations.UndoRun{OrganizationID: orgID, OperationID: e.OperationID, HistoryID: historyID, Actor: domain.System(orgID)})
 }

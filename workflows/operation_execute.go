@@ -162,14 +162,31 @@ func OperationExecute(ctx workflow.Context, in OperationExecuteInput) (activitie
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute,
 			NonRetryableErrorTypes: []string{activities.ErrTypeOperationRefused}},
 	})
-	running := in.Parallelism
-	for i := 0; i < in.Parallelism; i++ {
-		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer func() { running-- }()
-			r.batches(ctx, bctx, a)
-		})
+	var prog activities.OperationProgress
+	for {
+		running := in.Parallelism
+		for i := 0; i < in.Parallelism; i++ {
+			workflow.Go(ctx, func(ctx workflow.Context) {
+				defer func() { running-- }()
+				r.batches(ctx, bctx, a)
+			})
+		}
+		_ = workflow.Await(ctx, func() bool { return running == 0 })
+		if !r.exhausted || r.fatal != nil || r.st.Cancelled {
+			break
+		}
+		// No batch found an item: the operation ends, unless items are
+		// left (a claim that raced another, a batch run again): then
+		// batches go on.
+		if err := workflow.ExecuteActivity(sctx, a.FinishExecution, activities.FinishExecutionInput{OrganizationID: in.OrganizationID, OperationID: in.OperationID}).Get(ctx, &prog); err != nil {
+			return prog, err
+		}
+		if prog.Status != store.OperationExecuting && prog.Status != store.OperationPaused {
+			break
+		}
+		r.exhausted = false
+		_ = workflow.Sleep(ctx, time.Second)
 	}
-	_ = workflow.Await(ctx, func() bool { return running == 0 })
 
 	switch {
 	case r.fatal != nil:
@@ -189,10 +206,6 @@ func OperationExecute(ctx workflow.Context, in OperationExecuteInput) (activitie
 		st.Runs++
 		next.State = &st
 		return activities.OperationProgress{}, workflow.NewContinueAsNewError(ctx, OperationExecute, next)
-	}
-	var prog activities.OperationProgress
-	if err := workflow.ExecuteActivity(sctx, a.FinishExecution, activities.FinishExecutionInput{OrganizationID: in.OrganizationID, OperationID: in.OperationID}).Get(ctx, &prog); err != nil {
-		return prog, err
 	}
 	r.st.Total, r.st.Processed = prog.Items, prog.Done
 	r.details(ctx)

@@ -192,7 +192,9 @@ func TestOperationExecutePauseResumeCancel(t *testing.T) {
 		require.NoError(t, pauseErr)
 		require.NoError(t, resumeErr)
 		require.Zero(t, f.pending)
-		require.Zero(t, pausedBatches)
+		// At most the batch racing the pause found the operation paused
+		// (it claims nothing then).
+		require.LessOrEqual(t, pausedBatches, 1)
 	})
 	t.Run("cancel", func(t *testing.T) {
 		f := newFakeOperation(1000)

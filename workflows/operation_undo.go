@@ -39,6 +39,8 @@ type OperationUndoState struct {
 	Voided    int                       `json:"voided"`
 	Cancelled int                       `json:"cancelled"`
 	Refused   []operations.RefusedLabel `json:"refused,omitempty"`
+	// RefusedCount counts every refusal (Refused keeps the first ones).
+	RefusedCount int `json:"refusedCount,omitempty"`
 }
 
 // OperationUndo undoes a history entry (operation-undo/<historyId>): when
@@ -81,6 +83,7 @@ func OperationUndo(ctx workflow.Context, in OperationUndoInput) (OperationUndoSt
 		st.AfterSeq, st.Reversed = res.LastSeq, res.Done
 		st.Voided += res.Voided
 		st.Cancelled += res.Cancelled
+		st.RefusedCount += len(res.Refused)
 		for _, r := range res.Refused {
 			if len(st.Refused) < maxRefusedKept {
 				st.Refused = append(st.Refused, r)
@@ -96,7 +99,7 @@ func OperationUndo(ctx workflow.Context, in OperationUndoInput) (OperationUndoSt
 	if err := workflow.ExecuteActivity(sctx, a.RestoreUndoEntry, step).Get(ctx, nil); err != nil {
 		return *st, err
 	}
-	fin := operations.FinishUndoInput{Actor: in.Actor, OperationID: in.OperationID, HistoryID: in.HistoryID, Voided: st.Voided, Cancelled: st.Cancelled, Refused: st.Refused}
+	fin := operations.FinishUndoInput{Actor: in.Actor, OperationID: in.OperationID, HistoryID: in.HistoryID, Voided: st.Voided, Cancelled: st.Cancelled, Refused: st.Refused, RefusedCount: st.RefusedCount}
 	if err := workflow.ExecuteActivity(sctx, a.FinishUndo, fin).Get(ctx, nil); err != nil {
 		return *st, err
 	}
