@@ -262,7 +262,8 @@ type LateRisk struct {
 // late: past their estimated delivery day, or already in transit for at
 // least as many whole days as share of the same carrier and service's
 // deliveries of the baseline window took less than (groups of minSamples
-// deliveries). It also reports each carrier's on-time deliveries.
+// deliveries; days in transit count up to 60). It also reports each
+// carrier's on-time deliveries.
 func LateRisks(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, baseline time.Duration, minSamples int, share float64) ([]LateRisk, error) {
 	rows, err := db.Query(ctx, `
 WITH hist AS (
@@ -281,10 +282,17 @@ WITH hist AS (
    WHERE s.organization_id = $1 AND s.status IN ('label_created', 'in_transit', 'out_for_delivery')
      AND s.created_at >= $2::timestamptz - $3::interval AND s.created_at < $2
      AND ($4::uuid[] IS NULL OR s.order_id = ANY($4))
+), cum AS (
+  -- Per carrier, service and whole day d (0-60): the share of the
+  -- deliveries that took fewer than d days.
+  SELECT g.carrier, g.service, x.d,
+         (SELECT coalesce(sum(h.c), 0) FROM hist h WHERE h.carrier = g.carrier AND h.service = g.service AND h.d < x.d) / g.n AS sooner
+    FROM groups g CROSS JOIN generate_series(0, 60) x(d)
+   WHERE g.n >= $5
 ), scored AS (
   SELECT m.id, m.carrier, (m.est IS NOT NULL AND (m.est AT TIME ZONE 'UTC')::date < ($2::timestamptz AT TIME ZONE 'UTC')::date) AS past,
-         CASE WHEN g.n >= $5 THEN (SELECT coalesce(sum(h.c), 0) FROM hist h WHERE h.carrier = m.carrier AND h.service = m.service AND h.d < m.d) / g.n END AS slower
-    FROM moving m LEFT JOIN groups g ON g.carrier = m.carrier AND g.service = m.service
+         c.sooner AS slower
+    FROM moving m LEFT JOIN cum c ON c.carrier = m.carrier AND c.service = m.service AND c.d = least(m.d, 60)
 ), late AS (
   SELECT * FROM scored WHERE past OR slower >= $6
 ), perf AS (
