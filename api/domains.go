@@ -11,9 +11,8 @@ import (
 // activities, operation execution and the agent's tools.
 type domains struct {
 	shipping *shipping.Service
-	// insights reads operations through insights.OperationSource: none is
-	// wired yet (the operations area is not merged), so an operation is
-	// not found.
+	// insights reads operations from the operations area's tables
+	// (insights.StoreOperations; without them, no operation is found).
 	insights *insights.Service
 }
 
@@ -26,5 +25,5 @@ func newDomains(d Deps, s *Server) domains {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
-	return domains{shipping: shipping.New(sd), insights: insights.New(insights.Deps{Store: d.Store})}
+	return domains{shipping: shipping.New(sd), insights: insights.New(insights.Deps{Store: d.Store, Operations: insights.StoreOperations{Store: d.Store}})}
 }

@@ -316,3 +316,34 @@ func TestAskWordingIsOptional(t *testing.T) {
 	require.Equal(t, 42, a.TokensUsed)
 	require.Equal(t, "model", a.Source)
 }
+
+// The adapter over the operations area's tables: without them (a build
+// without that area) every operation is not found; with them, it reads the
+// operation's items in order and keeps other organizations' out.
+func TestStoreOperations(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	src := insights.StoreOperations{Store: e.st}
+	var present bool
+	require.NoError(t, e.st.Pool.QueryRow(ctx, `SELECT to_regclass('operation_items') IS NOT NULL`).Scan(&present))
+	if !present {
+		_, _, err := src.Operation(ctx, e.seed.Org, uuid.New())
+		require.Equal(t, domain.KindNotFound, domain.KindOf(err))
+		return
+	}
+	acct := e.seed.CarrierAccount("carrier_a", "active")
+	snap := e.seed.Snapshot(insightstest.Snapshot{Account: acct, Carrier: "carrier_a", Service: "ground", Price: 10, Request: "x"})
+	op := uuid.New()
+	_, err := e.st.Pool.Exec(ctx, `INSERT INTO operations (id, organization_id, name) VALUES ($1, $2, 'Op')`, op, e.seed.Org)
+	require.NoError(t, err)
+	o1, o2 := e.seed.Order("pending", ago(day), 1), e.seed.Order("pending", ago(day), 1)
+	_, err = e.st.Pool.Exec(ctx, `INSERT INTO operation_items (id, organization_id, operation_id, order_id, rate_snapshot_id, override_carrier_account_id)
+	  VALUES ($1, $2, $3, $4, $5, NULL), ($6, $2, $3, $7, NULL, $8)`, uuid.New(), e.seed.Org, op, o1, snap, uuid.New(), o2, acct)
+	require.NoError(t, err)
+	ref, items, err := src.Operation(ctx, e.seed.Org, op)
+	require.NoError(t, err)
+	require.Equal(t, "Op", ref.Name)
+	require.Equal(t, []store.OperationItemRef{{OrderID: o1, RateSnapshotID: &snap}, {OrderID: o2, OverrideCarrierAccountID: &acct}}, items)
+	_, _, err = src.Operation(ctx, insightstest.New(t, e.st).Org, op)
+	require.Equal(t, domain.KindNotFound, domain.KindOf(err))
+}

@@ -21,6 +21,7 @@ package insights
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,6 +108,22 @@ type Insight struct {
 // answers domain.NotFound for an operation that is not the organization's.
 type OperationSource interface {
 	Operation(ctx context.Context, orgID, operationID uuid.UUID) (OperationRef, []store.OperationItemRef, error)
+}
+
+// StoreOperations reads operations from the operations area's tables
+// (store.OperationItemRefs): the OperationSource the service runs with.
+type StoreOperations struct{ Store *store.Store }
+
+// Operation implements OperationSource.
+func (o StoreOperations) Operation(ctx context.Context, orgID, operationID uuid.UUID) (OperationRef, []store.OperationItemRef, error) {
+	name, items, err := store.OperationItemRefs(ctx, o.Store.Pool, orgID, operationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return OperationRef{}, nil, domain.NotFound("operation")
+	}
+	if err != nil {
+		return OperationRef{}, nil, err
+	}
+	return OperationRef{ID: operationID, Name: name}, items, nil
 }
 
 // OperationRef names an operation.
