@@ -25,5 +25,9 @@ func newDomains(d Deps, s *Server) domains {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
-	return domains{shipping: shipping.New(sd), insights: insights.New(insights.Deps{Store: d.Store, Operations: insights.StoreOperations{Store: d.Store}})}
+	ops := d.InsightsOperations
+	if ops == nil {
+		ops = insights.StoreOperations{Store: d.Store}
+	}
+	return domains{shipping: shipping.New(sd), insights: insights.New(insights.Deps{Store: d.Store, Operations: ops})}
 }

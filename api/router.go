@@ -18,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
@@ -74,6 +75,9 @@ type Deps struct {
 	// Platforms are the bridge types' connectors (the worker's); a bridge
 	// config is checked against its connector's rules (nil: not checked).
 	Platforms *platforms.Registry
+	// InsightsOperations is where the insights read operations (nil: the
+	// operations tables, insights.StoreOperations).
+	InsightsOperations insights.OperationSource
 }
 
 // Server holds the handlers' dependencies.
