@@ -18,7 +18,9 @@ import (
 
 // fakeOperations is the operations area's port, holding operations in
 // memory.
-type fakeOperations map[uuid.UUID]struct {
+type fakeOperations map[uuid.UUID]fakeOperation
+
+type fakeOperation struct {
 	org   uuid.UUID
 	name  string
 	items []store.OperationItemRef
@@ -55,11 +57,7 @@ func operationFixture(e *env, ops fakeOperations) uuid.UUID {
 		{OrderID: e.seed.Order("pending", ago(day), 50), RateSnapshotID: &s4},
 	}
 	id := uuid.New()
-	ops[id] = struct {
-		org   uuid.UUID
-		name  string
-		items []store.OperationItemRef
-	}{e.seed.Org, "Black Friday", items}
+	ops[id] = fakeOperation{e.seed.Org, "Black Friday", items}
 	return id
 }
 
@@ -112,11 +110,7 @@ func TestCostSharesSumTo100(t *testing.T) {
 		items = append(items, store.OperationItemRef{OrderID: e.seed.Order("pending", ago(day), 1), RateSnapshotID: &s})
 	}
 	id := uuid.New()
-	ops[id] = struct {
-		org   uuid.UUID
-		name  string
-		items []store.OperationItemRef
-	}{e.seed.Org, "thirds", items}
+	ops[id] = fakeOperation{e.seed.Org, "thirds", items}
 	o, err := e.svc.OperationInsights(context.Background(), e.actor, id)
 	require.NoError(t, err)
 	var hundredths int

@@ -112,6 +112,18 @@ func sizeConfidence(n int, half float64) float64 {
 	return clamp(float64(n)/(float64(n)+half), 0.5, 0.95)
 }
 
+// sizeSeverity grades a finding by how many things it is about: medium
+// from medium, high from high, else low.
+func sizeSeverity(n, medium, high int) string {
+	switch {
+	case n >= high:
+		return SeverityHigh
+	case n >= medium:
+		return SeverityMedium
+	}
+	return SeverityLow
+}
+
 func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
 
 func idList(ids []uuid.UUID) string {
@@ -156,13 +168,7 @@ func detectOutliers(metric string) func(context.Context, detectEnv) ([]Draft, er
 		}
 		out := make([]Draft, 0, len(groups))
 		for _, g := range groups {
-			sev := SeverityLow
-			switch {
-			case g.Outliers >= 10:
-				sev = SeverityHigh
-			case g.Outliers >= 3:
-				sev = SeverityMedium
-			}
+			sev := sizeSeverity(g.Outliers, 3, 10)
 			metrics := []Metric{
 				{"Shipments outside the usual range", g.Outliers},
 				{"Above the median", g.High},
@@ -199,13 +205,7 @@ func detectStuckOrders(ctx context.Context, e detectEnv) ([]Draft, error) {
 	}
 	out := make([]Draft, 0, len(list))
 	for _, s := range list {
-		sev := SeverityLow
-		switch {
-		case s.Stuck >= 50:
-			sev = SeverityHigh
-		case s.Stuck >= 10:
-			sev = SeverityMedium
-		}
+		sev := sizeSeverity(s.Stuck, 10, 50)
 		out = append(out, Draft{
 			Detector: "stuck_orders", Subject: s.Status, Category: CategoryAnomaly, Severity: sev,
 			Title: fmt.Sprintf("%d %s stuck in %s", s.Stuck, plural(s.Stuck, "order", "orders"), s.Status),
@@ -356,13 +356,7 @@ func detectLateShipments(ctx context.Context, e detectEnv) ([]Draft, error) {
 	}
 	out := make([]Draft, 0, len(list))
 	for _, r := range list {
-		sev := SeverityLow
-		switch {
-		case r.Late >= 20:
-			sev = SeverityHigh
-		case r.Late >= 5:
-			sev = SeverityMedium
-		}
+		sev := sizeSeverity(r.Late, 5, 20)
 		onTime := any(nil)
 		if r.WithEstimate > 0 {
 			onTime = pct(float64(r.OnTime) / float64(r.WithEstimate))
