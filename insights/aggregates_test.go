@@ -119,6 +119,9 @@ func TestCostSharesSumTo100(t *testing.T) {
 	}
 	require.Equal(t, 10000, hundredths)
 	require.Equal(t, 33.34, o.CostBreakdown.ByCarrier[0].Percentage)
+	// No item has a cheaper quote of its request: no savings to find.
+	require.Zero(t, o.Summary.EstimatedSavings)
+	require.Empty(t, e.generate(insights.GenerateInput{OperationID: &id})["operation_savings"])
 }
 
 func TestCarrierPerformance(t *testing.T) {
