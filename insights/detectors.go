@@ -40,6 +40,9 @@ const (
 	Recent = 7 * 24 * time.Hour
 	// AlertWindow is how far back failed syncs and dispatch assignments count.
 	AlertWindow = 24 * time.Hour
+	// ActionExpiryWarning: an agent action waiting for approval is about
+	// to expire when it expires within this time.
+	ActionExpiryWarning = 6 * time.Hour
 	// RecommendationWindow is the window of manual dispatch runs.
 	RecommendationWindow = 30 * 24 * time.Hour
 
@@ -92,6 +95,7 @@ type detector struct {
 // detectors are every detector, in the order their findings are listed.
 var detectors = []detector{
 	{"alerts", CategoryAlert, detectAlerts},
+	{"pending_actions_expiring", CategoryAlert, detectExpiringActions},
 	{"cost_anomaly", CategoryAnomaly, detectOutliers(store.OutlierCost)},
 	{"weight_anomaly", CategoryAnomaly, detectOutliers(store.OutlierWeight)},
 	{"stuck_orders", CategoryAnomaly, detectStuckOrders},
@@ -517,4 +521,26 @@ func detectManualDispatch(ctx context.Context, e detectEnv) ([]Draft, error) {
 		})
 	}
 	return out, nil
+}
+
+// detectExpiringActions: the agent's actions waiting for approval that
+// expire within ActionExpiryWarning (they never run if nobody decides).
+func detectExpiringActions(ctx context.Context, e detectEnv) ([]Draft, error) {
+	a, err := store.ExpiringPendingActions(ctx, e.db, e.orgID, e.scope.Now, ActionExpiryWarning)
+	if err != nil || a.Count == 0 {
+		return nil, err
+	}
+	metrics := []Metric{{"Actions expiring", a.Count}, {"Tools", strings.Join(a.Tools, ", ")}}
+	if a.Soonest != nil {
+		metrics = append(metrics, Metric{"First expiry", a.Soonest.UTC().Format(time.RFC3339)})
+	}
+	return []Draft{{
+		Detector: "pending_actions_expiring", Subject: "agent", Category: CategoryAlert, Severity: sizeSeverity(a.Count, 1, 10),
+		Title:      fmt.Sprintf("%d agent %s awaiting approval expire soon", a.Count, plural(a.Count, "action", "actions")),
+		Summary:    fmt.Sprintf("%d %s the agent proposed will expire unexecuted within %.0f hours unless approved or rejected.", a.Count, plural(a.Count, "action", "actions"), ActionExpiryWarning.Hours()),
+		Metrics:    metrics,
+		Actions:    []Action{{ID: "review-actions", Label: "Review the pending actions", Type: "api", Command: "GET /api/v1/agent/pending-actions?status=pending"}},
+		Confidence: 1,
+		Tags:       []string{"agent", "approval"},
+	}}, nil
 }

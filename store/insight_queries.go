@@ -464,3 +464,28 @@ SELECT carrier, count(*)::int AS total, count(*) FILTER (WHERE delivered)::int A
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[CarrierPerformanceRow])
 }
+
+// ExpiringActions are the agent's pending actions of an organization that
+// expire soon.
+type ExpiringActions struct {
+	Count   int
+	Soonest *time.Time
+	Tools   []string
+}
+
+// ExpiringPendingActions counts the agent's pending actions (the agent
+// area's agent_pending_actions, migration 00060) that expire in (now,
+// now + within]. Nothing while that table does not exist (a build without
+// the agent area).
+func ExpiringPendingActions(ctx context.Context, db DBTX, orgID uuid.UUID, now time.Time, within time.Duration) (ExpiringActions, error) {
+	var e ExpiringActions
+	err := db.QueryRow(ctx, `
+SELECT count(*)::int, min(expires_at), coalesce(array_agg(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE tool_name IS NOT NULL), '{}')
+  FROM agent_pending_actions
+ WHERE organization_id = $1 AND status = 'pending' AND expires_at > $2 AND expires_at <= $2::timestamptz + $3::interval`,
+		orgID, now, within).Scan(&e.Count, &e.Soonest, &e.Tools)
+	if isUndefinedTable(err) {
+		return ExpiringActions{}, nil
+	}
+	return e, mapErr(err)
+}
