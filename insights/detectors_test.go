@@ -145,6 +145,10 @@ func stuckBaseline(e *env) {
 func TestStuckOrdersFire(t *testing.T) {
 	e := newEnv(t, nil)
 	stuckBaseline(e)
+	// Created before the 90-day window: when its order entered pending is
+	// unknown, so this change is not measured.
+	old := e.seed.Order("processing", ago(200*day), 10)
+	e.seed.StatusChange(old, "pending", "processing", ago(10*day))
 	for i := 0; i < 3; i++ {
 		e.seed.Order("pending", ago(3*day), 10)
 	}

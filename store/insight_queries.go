@@ -115,17 +115,25 @@ type StuckStatus struct {
 // been in it longer than the organization usually keeps an order there.
 // The usual time comes from the status changes of the baseline window:
 // each change out of a status measures the time since the order's
-// previous change in the window (else since the order was created); an
+// previous change in the window, or since the order was created when it
+// was created in the window (else the change is left out); an
 // order is stuck past max(2·median, median + 3·1.4826·MAD, minimum).
 // An order's time in its status runs from its newest status change, else
 // its creation. Statuses need minSamples changes.
 func StuckOrders(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, statuses []string, baseline time.Duration, minSamples int, minimum time.Duration) ([]StuckStatus, error) {
 	rows, err := db.Query(ctx, `
-WITH ch AS (
-  SELECT a.metadata ->> 'from' AS status,
-         extract(epoch FROM a.created_at - coalesce(lag(a.created_at) OVER (PARTITION BY a.order_id ORDER BY a.created_at, a.id), o.created_at)) AS secs
-    FROM order_activities a JOIN orders o ON o.id = a.order_id
+WITH chg AS (
+  SELECT a.order_id, a.created_at, a.metadata ->> 'from' AS status,
+         lag(a.created_at) OVER (PARTITION BY a.order_id ORDER BY a.created_at, a.id) AS prev
+    FROM order_activities a
    WHERE a.organization_id = $1 AND a.type = 'status_change' AND a.created_at >= $2::timestamptz - $3::interval AND a.created_at < $2
+), ch AS (
+  -- The first change of an order created before the window has no known
+  -- start: it is left out.
+  SELECT c.status, extract(epoch FROM c.created_at - coalesce(c.prev, o.created_at)) AS secs
+    FROM chg c
+    LEFT JOIN orders o ON c.prev IS NULL AND o.organization_id = $1 AND o.id = c.order_id AND o.created_at >= $2::timestamptz - $3::interval
+   WHERE c.prev IS NOT NULL OR o.id IS NOT NULL
 ), base AS (
   SELECT status, count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS med
     FROM ch WHERE status = ANY($4) AND secs >= 0 GROUP BY 1 HAVING count(*) >= $5
