@@ -53,9 +53,9 @@ func toInsightJSON(in insights.Insight) insightJSON {
 		DetectedAt: in.DetectedAt, Source: in.Source, ExpiresAt: in.ExpiresAt, OperationID: in.OperationID}
 }
 
-// parseIDs reads a list of UUIDs of a body field (at most max; the count
+// insightIDList reads a list of UUIDs of a body field (at most max; the count
 // is checked before the ids so a huge list costs one answer).
-func parseIDs(v *validator, field string, raw []string, max int) []uuid.UUID {
+func insightIDList(v *validator, field string, raw []string, max int) []uuid.UUID {
 	if len(raw) > max {
 		v.add(field, fmt.Sprintf("must have at most %d ids", max))
 		return nil
@@ -72,7 +72,7 @@ func parseIDs(v *validator, field string, raw []string, max int) []uuid.UUID {
 	return out
 }
 
-func parseOptionalID(v *validator, field string, raw *string) *uuid.UUID {
+func insightOptionalID(v *validator, field string, raw *string) *uuid.UUID {
 	if raw == nil {
 		return nil
 	}
@@ -100,8 +100,8 @@ func (s *Server) generateInsights(w http.ResponseWriter, r *http.Request) error 
 	}
 	var v validator
 	in := insights.GenerateInput{Scope: deref(body.Scope), Types: body.Types}
-	in.OperationID = parseOptionalID(&v, "operationId", body.OperationID)
-	in.OrderIDs = parseIDs(&v, "orderIds", body.OrderIDs, insights.MaxOrderIDs)
+	in.OperationID = insightOptionalID(&v, "operationId", body.OperationID)
+	in.OrderIDs = insightIDList(&v, "orderIds", body.OrderIDs, insights.MaxOrderIDs)
 	if err := v.err(); err != nil {
 		return err
 	}
@@ -200,8 +200,8 @@ func (s *Server) askInsights(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := insights.AskInput{Query: deref(body.Query)}
 	if c := body.Context; c != nil {
-		in.Context.OperationID = parseOptionalID(&v, "context.operationId", c.OperationID)
-		in.Context.OrderIDs = parseIDs(&v, "context.orderIds", c.OrderIDs, insights.MaxOrderIDs)
+		in.Context.OperationID = insightOptionalID(&v, "context.operationId", c.OperationID)
+		in.Context.OrderIDs = insightIDList(&v, "context.orderIds", c.OrderIDs, insights.MaxOrderIDs)
 		if c.DateRange != nil {
 			in.Context.Start, in.Context.End = c.DateRange.Start, c.DateRange.End
 		}
