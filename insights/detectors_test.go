@@ -513,3 +513,31 @@ func TestExpiringPendingActions(t *testing.T) {
 	require.EqualValues(t, 2, metric(t, found[0], "Actions expiring"))
 	require.Equal(t, now.Add(2*time.Hour).Format(time.RFC3339), metric(t, found[0], "First expiry"))
 }
+
+// Concurrent identical generations share one run and store one row per
+// finding.
+func TestGenerateConcurrently(t *testing.T) {
+	e := newEnv(t, nil)
+	e.seed.CarrierAccount("carrier_a", "error")
+	ids := make(chan uuid.UUID, 12)
+	errs := make(chan error, 12)
+	for i := 0; i < 12; i++ {
+		go func() {
+			res, err := e.svc.Generate(context.Background(), e.actor, insights.GenerateInput{Types: []string{"alert", "trend"}})
+			errs <- err
+			if err == nil {
+				ids <- res.Insights[0].ID
+			}
+		}()
+	}
+	var first uuid.UUID
+	for i := 0; i < 12; i++ {
+		require.NoError(t, <-errs)
+		id := <-ids
+		if first == uuid.Nil {
+			first = id
+		}
+		require.Equal(t, first, id)
+	}
+	require.Equal(t, 1, e.count(`SELECT count(*) FROM insights WHERE organization_id = $1`, e.seed.Org))
+}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/store"
@@ -159,6 +160,9 @@ type Service struct {
 	wording    Wording
 	now        func() time.Time
 	parallel   int
+	// flight shares one run among concurrent identical generations of an
+	// organization (a flood of generate calls runs the detectors once).
+	flight singleflight.Group
 }
 
 // New builds the Service.
