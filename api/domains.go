@@ -16,8 +16,8 @@ import (
 type domains struct {
 	shipping   *shipping.Service
 	operations *operations.Service
-	// insights reads operations through insights.OperationSource: none is
-	// wired yet, so an operation is not found.
+	// insights reads operations from the operations area's tables
+	// (insights.StoreOperations).
 	insights *insights.Service
 	routing  *routing.Service
 	embed    *embed.Service
@@ -37,7 +37,7 @@ func newDomains(d Deps, s *Server) domains {
 	return domains{
 		shipping:   sh,
 		operations: newOperations(d, sh),
-		insights:   insights.New(insights.Deps{Store: d.Store}),
+		insights:   newInsights(d),
 		routing:    routing.New(rd),
 		embed:      newEmbed(d, s),
 	}
@@ -84,4 +84,13 @@ func newEmbed(d Deps, s *Server) *embed.Service {
 		}
 	}
 	return embed.New(ed)
+}
+
+// newInsights builds the insights Service over the operations tables.
+func newInsights(d Deps) *insights.Service {
+	ops := d.InsightsOperations
+	if ops == nil {
+		ops = insights.StoreOperations{Store: d.Store}
+	}
+	return insights.New(insights.Deps{Store: d.Store, Operations: ops})
 }

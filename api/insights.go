@@ -76,7 +76,7 @@ func parseIDs(v *validator, field string, raw []string, max int) []uuid.UUID {
 	return out
 }
 
-func parseOptionalID(v *validator, field string, raw *string) *uuid.UUID {
+func insightOptionalID(v *validator, field string, raw *string) *uuid.UUID {
 	if raw == nil {
 		return nil
 	}
@@ -104,7 +104,7 @@ func (s *Server) generateInsights(w http.ResponseWriter, r *http.Request) error 
 	}
 	var v validator
 	in := insights.GenerateInput{Scope: deref(body.Scope), Types: body.Types}
-	in.OperationID = parseOptionalID(&v, "operationId", body.OperationID)
+	in.OperationID = insightOptionalID(&v, "operationId", body.OperationID)
 	in.OrderIDs = parseIDs(&v, "orderIds", body.OrderIDs, insights.MaxOrderIDs)
 	if err := v.err(); err != nil {
 		return err
@@ -204,7 +204,7 @@ func (s *Server) askInsights(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := insights.AskInput{Query: deref(body.Query)}
 	if c := body.Context; c != nil {
-		in.Context.OperationID = parseOptionalID(&v, "context.operationId", c.OperationID)
+		in.Context.OperationID = insightOptionalID(&v, "context.operationId", c.OperationID)
 		in.Context.OrderIDs = parseIDs(&v, "context.orderIds", c.OrderIDs, insights.MaxOrderIDs)
 		if c.DateRange != nil {
 			in.Context.Start, in.Context.End = c.DateRange.Start, c.DateRange.End

@@ -12,7 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/insights/insightstest"
+	"github.com/fos-dev/fos/store"
 )
 
 var (
@@ -262,4 +265,65 @@ func TestInsightsAskAndPerformance(t *testing.T) {
 	require.Equal(t, shpSorted("start", "end"), insKeysOf(p["dateRange"].(map[string]any)))
 	res = e.do(key, "GET", "/api/v1/insights/carriers/performance?days=1", nil)
 	require.Equal(t, 1.0, res.list()[0]["totalShipments"])
+}
+
+// insOperations is the operations port of the insights, in memory.
+type insOperations map[uuid.UUID]insOperation
+
+type insOperation struct {
+	org   uuid.UUID
+	items []store.OperationItemRef
+}
+
+func (f insOperations) Operation(_ context.Context, orgID, id uuid.UUID) (insights.OperationRef, []store.OperationItemRef, error) {
+	op, ok := f[id]
+	if !ok || op.org != orgID {
+		return insights.OperationRef{}, nil, domain.NotFound("operation")
+	}
+	return insights.OperationRef{ID: id, Name: "Peak"}, op.items, nil
+}
+
+func TestInsightsOperation(t *testing.T) {
+	ops := insOperations{}
+	e := newEnv(t, func(d *Deps) { d.InsightsOperations = ops })
+	owner, key, seed := insOrg(t, e)
+	_, keyB, _ := insOrg(t, e)
+	acct := seed.CarrierAccount("carrier_a", "active")
+	chosen := seed.Snapshot(insightstest.Snapshot{Account: acct, Carrier: "carrier_a", Service: "ground", Price: 12, TransitDays: insightstest.Days(2), Request: "r"})
+	seed.Snapshot(insightstest.Snapshot{Account: acct, Carrier: "carrier_b", Service: "ground", Price: 9, TransitDays: insightstest.Days(2), Request: "r"})
+	opID := uuid.New()
+	ops[opID] = insOperation{org: uuid.MustParse(owner.org), items: []store.OperationItemRef{
+		{OrderID: seed.Order("pending", time.Now(), 1), RateSnapshotID: &chosen},
+		{OrderID: seed.Order("pending", time.Now(), 1)},
+	}}
+
+	res := e.do(key, "POST", "/api/v1/insights/generate", map[string]any{"operationId": opID.String(), "types": []string{"optimization"}})
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	list := res.data()["insights"].([]any)
+	require.Len(t, list, 1)
+	require.Equal(t, opID.String(), list[0].(map[string]any)["operationId"])
+
+	res = e.do(key, "GET", "/api/v1/insights/operations/"+opID.String(), nil)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	d := res.data()
+	require.Equal(t, shpSorted("operationId", "operationName", "summary", "costBreakdown", "riskAnalysis", "optimizations", "anomalies", "insights"), insKeysOf(d))
+	require.Equal(t, "Peak", d["operationName"])
+	require.Equal(t, map[string]any{"totalOrders": 2.0, "estimatedCost": 12.0, "estimatedSavings": 3.0, "averageTransitDays": 2.0, "riskScore": 0.5}, d["summary"])
+	require.Equal(t, map[string]any{
+		"byCarrier": []any{map[string]any{"carrier": "carrier_a", "amount": 12.0, "percentage": 100.0}},
+		"byService": []any{map[string]any{"service": "ground", "amount": 12.0, "percentage": 100.0}},
+	}, d["costBreakdown"])
+	require.Equal(t, map[string]any{"highRiskOrders": 1.0, "delayRisk": nil, "weatherImpact": nil, "carrierCapacityIssues": []any{}}, d["riskAnalysis"])
+	require.Len(t, d["optimizations"], 1)
+	require.Equal(t, []any{}, d["anomalies"])
+	require.Equal(t, []any{}, d["insights"])
+
+	// Another organization's operation is not found, in every endpoint.
+	requireError(t, e.do(keyB, "GET", "/api/v1/insights/operations/"+opID.String(), nil), 404, "not_found")
+	requireError(t, e.do(keyB, "POST", "/api/v1/insights/generate", map[string]any{"operationId": opID.String()}), 404, "not_found")
+	requireError(t, e.do(keyB, "POST", "/api/v1/insights/ask", map[string]any{"query": "how many orders", "context": map[string]any{"operationId": opID.String()}}), 404, "not_found")
+	// With its operation as context, a question counts its orders.
+	res = e.do(key, "POST", "/api/v1/insights/ask", map[string]any{"query": "how many orders are pending", "context": map[string]any{"operationId": opID.String()}})
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.True(t, strings.HasPrefix(res.data()["response"].(map[string]any)["answer"].(string), "2 orders pending"), "%s", res.Raw)
 }

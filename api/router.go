@@ -18,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
+	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/rating"
 	"github.com/fos-dev/fos/rules"
@@ -87,6 +88,9 @@ type Deps struct {
 	// HTTPMetrics measures every request by route pattern and status
 	// (nil: not measured).
 	HTTPMetrics *telemetry.HTTPMetrics
+	// InsightsOperations is where the insights read operations (nil: the
+	// operations tables, insights.StoreOperations).
+	InsightsOperations insights.OperationSource
 }
 
 // Server holds the handlers' dependencies.

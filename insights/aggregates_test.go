@@ -18,7 +18,9 @@ import (
 
 // fakeOperations is the operations area's port, holding operations in
 // memory.
-type fakeOperations map[uuid.UUID]struct {
+type fakeOperations map[uuid.UUID]fakeOperation
+
+type fakeOperation struct {
 	org   uuid.UUID
 	name  string
 	items []store.OperationItemRef
@@ -55,11 +57,7 @@ func operationFixture(e *env, ops fakeOperations) uuid.UUID {
 		{OrderID: e.seed.Order("pending", ago(day), 50), RateSnapshotID: &s4},
 	}
 	id := uuid.New()
-	ops[id] = struct {
-		org   uuid.UUID
-		name  string
-		items []store.OperationItemRef
-	}{e.seed.Org, "Black Friday", items}
+	ops[id] = fakeOperation{e.seed.Org, "Black Friday", items}
 	return id
 }
 
@@ -112,11 +110,7 @@ func TestCostSharesSumTo100(t *testing.T) {
 		items = append(items, store.OperationItemRef{OrderID: e.seed.Order("pending", ago(day), 1), RateSnapshotID: &s})
 	}
 	id := uuid.New()
-	ops[id] = struct {
-		org   uuid.UUID
-		name  string
-		items []store.OperationItemRef
-	}{e.seed.Org, "thirds", items}
+	ops[id] = fakeOperation{e.seed.Org, "thirds", items}
 	o, err := e.svc.OperationInsights(context.Background(), e.actor, id)
 	require.NoError(t, err)
 	var hundredths int
@@ -125,6 +119,9 @@ func TestCostSharesSumTo100(t *testing.T) {
 	}
 	require.Equal(t, 10000, hundredths)
 	require.Equal(t, 33.34, o.CostBreakdown.ByCarrier[0].Percentage)
+	// No item has a cheaper quote of its request: no savings to find.
+	require.Zero(t, o.Summary.EstimatedSavings)
+	require.Empty(t, e.generate(insights.GenerateInput{OperationID: &id})["operation_savings"])
 }
 
 func TestCarrierPerformance(t *testing.T) {
@@ -315,4 +312,35 @@ func TestAskWordingIsOptional(t *testing.T) {
 	require.Equal(t, "Worded: 3", a.Answer)
 	require.Equal(t, 42, a.TokensUsed)
 	require.Equal(t, "model", a.Source)
+}
+
+// The adapter over the operations area's tables: without them (a build
+// without that area) every operation is not found; with them, it reads the
+// operation's items in order and keeps other organizations' out.
+func TestStoreOperations(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	src := insights.StoreOperations{Store: e.st}
+	var present bool
+	require.NoError(t, e.st.Pool.QueryRow(ctx, `SELECT to_regclass('operation_items') IS NOT NULL`).Scan(&present))
+	if !present {
+		_, _, err := src.Operation(ctx, e.seed.Org, uuid.New())
+		require.Equal(t, domain.KindNotFound, domain.KindOf(err))
+		return
+	}
+	acct := e.seed.CarrierAccount("carrier_a", "active")
+	snap := e.seed.Snapshot(insightstest.Snapshot{Account: acct, Carrier: "carrier_a", Service: "ground", Price: 10, Request: "x"})
+	op := uuid.New()
+	_, err := e.st.Pool.Exec(ctx, `INSERT INTO operations (id, organization_id, name) VALUES ($1, $2, 'Op')`, op, e.seed.Org)
+	require.NoError(t, err)
+	o1, o2 := e.seed.Order("pending", ago(day), 1), e.seed.Order("pending", ago(day), 1)
+	_, err = e.st.Pool.Exec(ctx, `INSERT INTO operation_items (id, organization_id, operation_id, order_id, rate_snapshot_id, override_carrier_account_id)
+	  VALUES ($1, $2, $3, $4, $5, NULL), ($6, $2, $3, $7, NULL, $8)`, uuid.New(), e.seed.Org, op, o1, snap, uuid.New(), o2, acct)
+	require.NoError(t, err)
+	ref, items, err := src.Operation(ctx, e.seed.Org, op)
+	require.NoError(t, err)
+	require.Equal(t, "Op", ref.Name)
+	require.Equal(t, []store.OperationItemRef{{OrderID: o1, RateSnapshotID: &snap}, {OrderID: o2, OverrideCarrierAccountID: &acct}}, items)
+	_, _, err = src.Operation(ctx, insightstest.New(t, e.st).Org, op)
+	require.Equal(t, domain.KindNotFound, domain.KindOf(err))
 }

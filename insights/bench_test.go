@@ -125,11 +125,7 @@ func seedLarge(b *testing.B) largeFixture {
 		exec(`ANALYZE`)
 		opID := uuid.New()
 		ops := fakeOperations{}
-		ops[opID] = struct {
-			org   uuid.UUID
-			name  string
-			items []store.OperationItemRef
-		}{org, "bench", items}
+		ops[opID] = fakeOperation{org, "bench", items}
 		large = largeFixture{st: st, ops: ops, opID: opID,
 			actor: domain.Actor{Kind: domain.ActorSystem, OrganizationID: org}}
 	})

@@ -40,6 +40,9 @@ const (
 	Recent = 7 * 24 * time.Hour
 	// AlertWindow is how far back failed syncs and dispatch assignments count.
 	AlertWindow = 24 * time.Hour
+	// ActionExpiryWarning: an agent action waiting for approval is about
+	// to expire when it expires within this time.
+	ActionExpiryWarning = 6 * time.Hour
 	// RecommendationWindow is the window of manual dispatch runs.
 	RecommendationWindow = 30 * 24 * time.Hour
 
@@ -92,6 +95,7 @@ type detector struct {
 // detectors are every detector, in the order their findings are listed.
 var detectors = []detector{
 	{"alerts", CategoryAlert, detectAlerts},
+	{"pending_actions_expiring", CategoryAlert, detectExpiringActions},
 	{"cost_anomaly", CategoryAnomaly, detectOutliers(store.OutlierCost)},
 	{"weight_anomaly", CategoryAnomaly, detectOutliers(store.OutlierWeight)},
 	{"stuck_orders", CategoryAnomaly, detectStuckOrders},
@@ -110,6 +114,18 @@ func pct(v float64) float64 { return math.Round(v*1000) / 10 }
 // sizeConfidence grows with the number of observations behind a finding.
 func sizeConfidence(n int, half float64) float64 {
 	return clamp(float64(n)/(float64(n)+half), 0.5, 0.95)
+}
+
+// sizeSeverity grades a finding by how many things it is about: medium
+// from medium, high from high, else low.
+func sizeSeverity(n, medium, high int) string {
+	switch {
+	case n >= high:
+		return SeverityHigh
+	case n >= medium:
+		return SeverityMedium
+	}
+	return SeverityLow
 }
 
 func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, v)) }
@@ -156,13 +172,7 @@ func detectOutliers(metric string) func(context.Context, detectEnv) ([]Draft, er
 		}
 		out := make([]Draft, 0, len(groups))
 		for _, g := range groups {
-			sev := SeverityLow
-			switch {
-			case g.Outliers >= 10:
-				sev = SeverityHigh
-			case g.Outliers >= 3:
-				sev = SeverityMedium
-			}
+			sev := sizeSeverity(g.Outliers, 3, 10)
 			metrics := []Metric{
 				{"Shipments outside the usual range", g.Outliers},
 				{"Above the median", g.High},
@@ -199,13 +209,7 @@ func detectStuckOrders(ctx context.Context, e detectEnv) ([]Draft, error) {
 	}
 	out := make([]Draft, 0, len(list))
 	for _, s := range list {
-		sev := SeverityLow
-		switch {
-		case s.Stuck >= 50:
-			sev = SeverityHigh
-		case s.Stuck >= 10:
-			sev = SeverityMedium
-		}
+		sev := sizeSeverity(s.Stuck, 10, 50)
 		out = append(out, Draft{
 			Detector: "stuck_orders", Subject: s.Status, Category: CategoryAnomaly, Severity: sev,
 			Title: fmt.Sprintf("%d %s stuck in %s", s.Stuck, plural(s.Stuck, "order", "orders"), s.Status),
@@ -356,13 +360,7 @@ func detectLateShipments(ctx context.Context, e detectEnv) ([]Draft, error) {
 	}
 	out := make([]Draft, 0, len(list))
 	for _, r := range list {
-		sev := SeverityLow
-		switch {
-		case r.Late >= 20:
-			sev = SeverityHigh
-		case r.Late >= 5:
-			sev = SeverityMedium
-		}
+		sev := sizeSeverity(r.Late, 5, 20)
 		onTime := any(nil)
 		if r.WithEstimate > 0 {
 			onTime = pct(float64(r.OnTime) / float64(r.WithEstimate))
@@ -523,4 +521,26 @@ func detectManualDispatch(ctx context.Context, e detectEnv) ([]Draft, error) {
 		})
 	}
 	return out, nil
+}
+
+// detectExpiringActions: the agent's actions waiting for approval that
+// expire within ActionExpiryWarning (they never run if nobody decides).
+func detectExpiringActions(ctx context.Context, e detectEnv) ([]Draft, error) {
+	a, err := store.ExpiringPendingActions(ctx, e.db, e.orgID, e.scope.Now, ActionExpiryWarning)
+	if err != nil || a.Count == 0 {
+		return nil, err
+	}
+	metrics := []Metric{{"Actions expiring", a.Count}, {"Tools", strings.Join(a.Tools, ", ")}}
+	if a.Soonest != nil {
+		metrics = append(metrics, Metric{"First expiry", a.Soonest.UTC().Format(time.RFC3339)})
+	}
+	return []Draft{{
+		Detector: "pending_actions_expiring", Subject: "agent", Category: CategoryAlert, Severity: sizeSeverity(a.Count, 1, 10),
+		Title:      fmt.Sprintf("%d agent %s awaiting approval expire soon", a.Count, plural(a.Count, "action", "actions")),
+		Summary:    fmt.Sprintf("%d %s the agent proposed will expire unexecuted within %.0f hours unless approved or rejected.", a.Count, plural(a.Count, "action", "actions"), ActionExpiryWarning.Hours()),
+		Metrics:    metrics,
+		Actions:    []Action{{ID: "review-actions", Label: "Review the pending actions", Type: "api", Command: "GET /api/v1/agent/pending-actions?status=pending"}},
+		Confidence: 1,
+		Tags:       []string{"agent", "approval"},
+	}}, nil
 }

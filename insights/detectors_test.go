@@ -145,6 +145,10 @@ func stuckBaseline(e *env) {
 func TestStuckOrdersFire(t *testing.T) {
 	e := newEnv(t, nil)
 	stuckBaseline(e)
+	// Created before the 90-day window: when its order entered pending is
+	// unknown, so this change is not measured.
+	old := e.seed.Order("processing", ago(200*day), 10)
+	e.seed.StatusChange(old, "pending", "processing", ago(10*day))
 	for i := 0; i < 3; i++ {
 		e.seed.Order("pending", ago(3*day), 10)
 	}
@@ -471,4 +475,69 @@ func TestAcknowledge(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, total)
 	require.Empty(t, list)
+}
+
+// The agent's actions waiting for approval that expire within 6 hours
+// raise an alert; without the agent area's tables nothing fires.
+func TestExpiringPendingActions(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	var present bool
+	require.NoError(t, e.st.Pool.QueryRow(ctx, `SELECT to_regclass('agent_pending_actions') IS NOT NULL`).Scan(&present))
+	if !present {
+		require.Empty(t, e.generate(insights.GenerateInput{Types: []string{"alert"}})["pending_actions_expiring"])
+		return
+	}
+	conv, msg := uuid.New(), uuid.New()
+	_, err := e.st.Pool.Exec(ctx, `INSERT INTO agent_conversations (id, organization_id, title, actor) VALUES ($1, $2, 't', '{}')`, conv, e.seed.Org)
+	require.NoError(t, err)
+	_, err = e.st.Pool.Exec(ctx, `INSERT INTO agent_messages (id, organization_id, conversation_id, seq, role, step_key) VALUES ($1, $2, $3, 1, 'assistant', 'k')`, msg, e.seed.Org, conv)
+	require.NoError(t, err)
+	action := func(i int, status string, expires time.Time) {
+		call := uuid.New()
+		_, err := e.st.Pool.Exec(ctx, `INSERT INTO agent_tool_calls (id, organization_id, conversation_id, message_id, position, tool_use_id, tool_name)
+		  VALUES ($1, $2, $3, $4, $5, $6, 'update_order')`, call, e.seed.Org, conv, msg, i, "tu"+call.String())
+		require.NoError(t, err)
+		_, err = e.st.Pool.Exec(ctx, `INSERT INTO agent_pending_actions (id, organization_id, conversation_id, tool_call_id, tool_name, description, status, idempotency_key, expires_at)
+		  VALUES ($1, $2, $3, $4, 'update_order', 'd', $5, $6, $7)`, uuid.New(), e.seed.Org, conv, call, status, "k"+call.String(), expires)
+		require.NoError(t, err)
+	}
+	action(1, "pending", now.Add(7*time.Hour)) // not yet about to expire
+	action(2, "approved", now.Add(time.Hour))  // decided
+	action(3, "pending", now.Add(-time.Hour))  // already expired
+	require.Empty(t, e.generate(insights.GenerateInput{Types: []string{"alert"}})["pending_actions_expiring"])
+	action(4, "pending", now.Add(2*time.Hour))
+	action(5, "pending", now.Add(5*time.Hour))
+	found := e.generate(insights.GenerateInput{Types: []string{"alert"}})["pending_actions_expiring"]
+	require.Len(t, found, 1)
+	require.EqualValues(t, 2, metric(t, found[0], "Actions expiring"))
+	require.Equal(t, now.Add(2*time.Hour).Format(time.RFC3339), metric(t, found[0], "First expiry"))
+}
+
+// Concurrent identical generations share one run and store one row per
+// finding.
+func TestGenerateConcurrently(t *testing.T) {
+	e := newEnv(t, nil)
+	e.seed.CarrierAccount("carrier_a", "error")
+	ids := make(chan uuid.UUID, 12)
+	errs := make(chan error, 12)
+	for i := 0; i < 12; i++ {
+		go func() {
+			res, err := e.svc.Generate(context.Background(), e.actor, insights.GenerateInput{Types: []string{"alert", "trend"}})
+			errs <- err
+			if err == nil {
+				ids <- res.Insights[0].ID
+			}
+		}()
+	}
+	var first uuid.UUID
+	for i := 0; i < 12; i++ {
+		require.NoError(t, <-errs)
+		id := <-ids
+		if first == uuid.Nil {
+			first = id
+		}
+		require.Equal(t, first, id)
+	}
+	require.Equal(t, 1, e.count(`SELECT count(*) FROM insights WHERE organization_id = $1`, e.seed.Org))
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,7 +63,7 @@ func (in GenerateInput) Validate() error {
 	}
 	for i, t := range in.Types {
 		if !slices.Contains(Categories, t) {
-			f.Add(fmt.Sprintf("types[%d]", i), "must be one of "+joinComma(Categories))
+			f.Add(fmt.Sprintf("types[%d]", i), "must be one of "+strings.Join(Categories, ", "))
 		}
 	}
 	return f.Err()
@@ -101,7 +102,25 @@ func (s *Service) Generate(ctx context.Context, actor domain.Actor, in GenerateI
 		env.scope.OrderIDs = dedupe(in.OrderIDs)
 		scopeKey = "orders:" + idsKey(env.scope.OrderIDs)
 	}
-	drafts, err := s.detect(ctx, env, in.Types)
+	types := slices.Clone(in.Types)
+	slices.Sort(types)
+	key := orgID.String() + "|" + scopeKey + "|" + strings.Join(slices.Compact(types), ",")
+	res, err, _ := s.flight.Do(key, func() (any, error) {
+		// The run is shared: it must not end with the first caller.
+		runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		return s.generate(runCtx, env, in.Types, scopeKey, now)
+	})
+	if err != nil {
+		return GenerateResult{}, err
+	}
+	return res.(GenerateResult), nil
+}
+
+// generate runs the detectors and stores their findings.
+func (s *Service) generate(ctx context.Context, env detectEnv, types []string, scopeKey string, now time.Time) (GenerateResult, error) {
+	orgID := env.orgID
+	drafts, err := s.detect(ctx, env, types)
 	if err != nil {
 		return GenerateResult{}, err
 	}
@@ -202,17 +221,6 @@ func nonNilSlice[T any](s []T) []T {
 
 func round3(v float64) float64 { return float64(int(v*1000+0.5)) / 1000 }
 
-func joinComma(s []string) string {
-	out := ""
-	for i, v := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += v
-	}
-	return out
-}
-
 // ListInput filters GET /insights.
 type ListInput struct {
 	Status, Category string
@@ -227,10 +235,10 @@ func (s *Service) List(ctx context.Context, actor domain.Actor, in ListInput) ([
 	}
 	var f domain.FieldErrors
 	if in.Status != "" && !slices.Contains(Statuses, in.Status) {
-		f.Add("status", "must be one of "+joinComma(Statuses))
+		f.Add("status", "must be one of "+strings.Join(Statuses, ", "))
 	}
 	if in.Category != "" && !slices.Contains(Categories, in.Category) {
-		f.Add("category", "must be one of "+joinComma(Categories))
+		f.Add("category", "must be one of "+strings.Join(Categories, ", "))
 	}
 	if err := f.Err(); err != nil {
 		return nil, 0, err

@@ -21,9 +21,11 @@ package insights
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/store"
@@ -109,6 +111,22 @@ type OperationSource interface {
 	Operation(ctx context.Context, orgID, operationID uuid.UUID) (OperationRef, []store.OperationItemRef, error)
 }
 
+// StoreOperations reads operations from the operations area's tables
+// (store.OperationItemRefs): the OperationSource the service runs with.
+type StoreOperations struct{ Store *store.Store }
+
+// Operation implements OperationSource.
+func (o StoreOperations) Operation(ctx context.Context, orgID, operationID uuid.UUID) (OperationRef, []store.OperationItemRef, error) {
+	name, items, err := store.OperationItemRefs(ctx, o.Store.Pool, orgID, operationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return OperationRef{}, nil, domain.NotFound("operation")
+	}
+	if err != nil {
+		return OperationRef{}, nil, err
+	}
+	return OperationRef{ID: operationID, Name: name}, items, nil
+}
+
 // OperationRef names an operation.
 type OperationRef struct {
 	ID   uuid.UUID
@@ -142,6 +160,9 @@ type Service struct {
 	wording    Wording
 	now        func() time.Time
 	parallel   int
+	// flight shares one run among concurrent identical generations of an
+	// organization (a flood of generate calls runs the detectors once).
+	flight singleflight.Group
 }
 
 // New builds the Service.

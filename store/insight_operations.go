@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // OperationItemRef is what the insights need of an operation item: its
@@ -87,4 +89,36 @@ SELECT carrier, service, coalesce(expires_at <= $5, false) AS expired,
 		return nil, mapErr(err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[OperationItemGroup])
+}
+
+// OperationItemRefs reads an operation's name and its items, in item
+// order, from the operations area's tables (migrations 00040-00049).
+// ErrNotFound: no such operation in the organization, which is also the
+// answer while those tables do not exist (a build without the operations
+// area).
+func OperationItemRefs(ctx context.Context, db DBTX, orgID, operationID uuid.UUID) (string, []OperationItemRef, error) {
+	var name string
+	err := db.QueryRow(ctx, `SELECT name FROM operations WHERE organization_id = $1 AND id = $2`, orgID, operationID).Scan(&name)
+	if isUndefinedTable(err) {
+		return "", nil, ErrNotFound
+	}
+	if err != nil {
+		return "", nil, mapErr(err)
+	}
+	rows, err := db.Query(ctx, `SELECT order_id, rate_snapshot_id, override_carrier_account_id FROM operation_items
+ WHERE organization_id = $1 AND operation_id = $2 ORDER BY seq`, orgID, operationID)
+	if err != nil {
+		return "", nil, mapErr(err)
+	}
+	items, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (OperationItemRef, error) {
+		var it OperationItemRef
+		err := r.Scan(&it.OrderID, &it.RateSnapshotID, &it.OverrideCarrierAccountID)
+		return it, err
+	})
+	return name, items, mapErr(err)
+}
+
+func isUndefinedTable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42P01"
 }

@@ -115,17 +115,25 @@ type StuckStatus struct {
 // been in it longer than the organization usually keeps an order there.
 // The usual time comes from the status changes of the baseline window:
 // each change out of a status measures the time since the order's
-// previous change in the window (else since the order was created); an
+// previous change in the window, or since the order was created when it
+// was created in the window (else the change is left out); an
 // order is stuck past max(2·median, median + 3·1.4826·MAD, minimum).
 // An order's time in its status runs from its newest status change, else
 // its creation. Statuses need minSamples changes.
 func StuckOrders(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, statuses []string, baseline time.Duration, minSamples int, minimum time.Duration) ([]StuckStatus, error) {
 	rows, err := db.Query(ctx, `
-WITH ch AS (
-  SELECT a.metadata ->> 'from' AS status,
-         extract(epoch FROM a.created_at - coalesce(lag(a.created_at) OVER (PARTITION BY a.order_id ORDER BY a.created_at, a.id), o.created_at)) AS secs
-    FROM order_activities a JOIN orders o ON o.id = a.order_id
+WITH chg AS (
+  SELECT a.order_id, a.created_at, a.metadata ->> 'from' AS status,
+         lag(a.created_at) OVER (PARTITION BY a.order_id ORDER BY a.created_at, a.id) AS prev
+    FROM order_activities a
    WHERE a.organization_id = $1 AND a.type = 'status_change' AND a.created_at >= $2::timestamptz - $3::interval AND a.created_at < $2
+), ch AS (
+  -- The first change of an order created before the window has no known
+  -- start: it is left out.
+  SELECT c.status, extract(epoch FROM c.created_at - coalesce(c.prev, o.created_at)) AS secs
+    FROM chg c
+    LEFT JOIN orders o ON c.prev IS NULL AND o.organization_id = $1 AND o.id = c.order_id AND o.created_at >= $2::timestamptz - $3::interval
+   WHERE c.prev IS NOT NULL OR o.id IS NOT NULL
 ), base AS (
   SELECT status, count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS med
     FROM ch WHERE status = ANY($4) AND secs >= 0 GROUP BY 1 HAVING count(*) >= $5
@@ -262,7 +270,8 @@ type LateRisk struct {
 // late: past their estimated delivery day, or already in transit for at
 // least as many whole days as share of the same carrier and service's
 // deliveries of the baseline window took less than (groups of minSamples
-// deliveries). It also reports each carrier's on-time deliveries.
+// deliveries; days in transit count up to 60). It also reports each
+// carrier's on-time deliveries.
 func LateRisks(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, baseline time.Duration, minSamples int, share float64) ([]LateRisk, error) {
 	rows, err := db.Query(ctx, `
 WITH hist AS (
@@ -281,10 +290,17 @@ WITH hist AS (
    WHERE s.organization_id = $1 AND s.status IN ('label_created', 'in_transit', 'out_for_delivery')
      AND s.created_at >= $2::timestamptz - $3::interval AND s.created_at < $2
      AND ($4::uuid[] IS NULL OR s.order_id = ANY($4))
+), cum AS (
+  -- Per carrier, service and whole day d (0-60): the share of the
+  -- deliveries that took fewer than d days.
+  SELECT g.carrier, g.service, x.d,
+         (SELECT coalesce(sum(h.c), 0) FROM hist h WHERE h.carrier = g.carrier AND h.service = g.service AND h.d < x.d) / g.n AS sooner
+    FROM groups g CROSS JOIN generate_series(0, 60) x(d)
+   WHERE g.n >= $5
 ), scored AS (
   SELECT m.id, m.carrier, (m.est IS NOT NULL AND (m.est AT TIME ZONE 'UTC')::date < ($2::timestamptz AT TIME ZONE 'UTC')::date) AS past,
-         CASE WHEN g.n >= $5 THEN (SELECT coalesce(sum(h.c), 0) FROM hist h WHERE h.carrier = m.carrier AND h.service = m.service AND h.d < m.d) / g.n END AS slower
-    FROM moving m LEFT JOIN groups g ON g.carrier = m.carrier AND g.service = m.service
+         c.sooner AS slower
+    FROM moving m LEFT JOIN cum c ON c.carrier = m.carrier AND c.service = m.service AND c.d = least(m.d, 60)
 ), late AS (
   SELECT * FROM scored WHERE past OR slower >= $6
 ), perf AS (
@@ -455,4 +471,29 @@ SELECT carrier, count(*)::int AS total, count(*) FILTER (WHERE delivered)::int A
 		return nil, mapErr(err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[CarrierPerformanceRow])
+}
+
+// ExpiringActions are the agent's pending actions of an organization that
+// expire soon.
+type ExpiringActions struct {
+	Count   int
+	Soonest *time.Time
+	Tools   []string
+}
+
+// ExpiringPendingActions counts the agent's pending actions (the agent
+// area's agent_pending_actions, migration 00060) that expire in (now,
+// now + within]. Nothing while that table does not exist (a build without
+// the agent area).
+func ExpiringPendingActions(ctx context.Context, db DBTX, orgID uuid.UUID, now time.Time, within time.Duration) (ExpiringActions, error) {
+	var e ExpiringActions
+	err := db.QueryRow(ctx, `
+SELECT count(*)::int, min(expires_at), coalesce(array_agg(DISTINCT tool_name ORDER BY tool_name) FILTER (WHERE tool_name IS NOT NULL), '{}')
+  FROM agent_pending_actions
+ WHERE organization_id = $1 AND status = 'pending' AND expires_at > $2 AND expires_at <= $2::timestamptz + $3::interval`,
+		orgID, now, within).Scan(&e.Count, &e.Soonest, &e.Tools)
+	if isUndefinedTable(err) {
+		return ExpiringActions{}, nil
+	}
+	return e, mapErr(err)
 }
