@@ -48,7 +48,12 @@ func TestStorefrontAWebhooksNeedAVerifiableSecretAndHTTPS(t *testing.T) {
 	require.Empty(t, sandboxWebhooks(t, sb, domain, "shpat_x"))
 
 	// Behind https it registers.
-	https := newEnv(t, func(d *Deps) { d.Platforms = reg; d.Store = e.deps.Store; d.Secrets = e.deps.Secrets; d.BaseURL = "https://fos.example.com" })
+	https := newEnv(t, func(d *Deps) {
+		d.Platforms = reg
+		d.Store = e.deps.Store
+		d.Secrets = e.deps.Secrets
+		d.BaseURL = "https://fos.example.com"
+	})
 	res = https.do(key, "POST", path, topics)
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
 	hooks := sandboxWebhooks(t, sb, domain, "shpat_x")
