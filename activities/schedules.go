@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/robfig/cron/v3"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -177,15 +178,103 @@ func syncSchedule(ctx context.Context, c client.Client, taskQueue string, s stor
 }
 
 // scheduleMatches reports whether the Temporal Schedule described is the
-// one s asks for.
+// one s asks for: its paused state, its policies (overlap, catch-up
+// window), its time zone and fires (firesMatch), and its action. The note
+// is not compared: an operator's pause reason in the Temporal UI replaces
+// it, and an edited spec keeps it.
 func scheduleMatches(desc *client.ScheduleDescription, s store.Schedule, taskQueue string) bool {
-	st := desc.Schedule.State
-	if st == nil || st.Note != ScheduleNote(s) || st.Paused != !s.IsActive {
+	sch := desc.Schedule
+	if sch.State == nil || sch.State.Paused != !s.IsActive {
 		return false
 	}
-	a, ok := desc.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if sch.Policy == nil || sch.Policy.Overlap != ScheduleOverlap || sch.Policy.CatchupWindow != ScheduleCatchupWindow {
+		return false
+	}
+	if sch.Spec == nil || sch.Spec.TimeZoneName != s.Timezone || !specMatches(sch.Spec, desc.Info.NextActionTimes, s) {
+		return false
+	}
+	a, ok := sch.Action.(*client.ScheduleWorkflowAction)
 	return ok && a.ID == ScheduledRunWorkflowID(s.ID.String()) && a.TaskQueue == taskQueue &&
 		fmt.Sprint(a.Workflow) == ScheduledBridgeTaskWorkflowType
+}
+
+// specMatches compares the spec as Temporal keeps it with the row's cron:
+// the cron strings when it keeps them, else (the server compiles them to
+// calendars) by their next fires (firesMatch).
+func specMatches(spec *client.ScheduleSpec, next []time.Time, s store.Schedule) bool {
+	if len(spec.CronExpressions) > 0 {
+		return len(spec.CronExpressions) == 1 && spec.CronExpressions[0] == s.CronExpression
+	}
+	return firesMatch(next, s)
+}
+
+// firesMatch compares the next fires Temporal computed from the schedule's
+// spec (as it stores it: the cron compiled to calendars) with the row's
+// cron in its time zone, up to three; true when Temporal lists none (a
+// paused schedule) or the row's cron does not parse (the API checked it).
+func firesMatch(next []time.Time, s store.Schedule) bool {
+	if len(next) == 0 {
+		return true
+	}
+	sched, err := cron.ParseStandard("CRON_TZ=" + firstNonEmptyString(s.Timezone, "UTC") + " " + s.CronExpression)
+	if err != nil {
+		return true
+	}
+	t := next[0].Add(-time.Second)
+	for i := 0; i < len(next) && i < 3; i++ {
+		want := sched.Next(t)
+		if !want.Equal(next[i]) {
+			return false
+		}
+		t = want
+	}
+	return true
+}
+
+func firstNonEmptyString(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// adoptTemporalPause makes the row follow a pause or resume made on the
+// Temporal side (the Temporal UI, tctl): the paused state differs and the
+// Temporal Schedule no longer carries the service's note (a pause or
+// unpause there writes its own) or was updated there after the row
+// changed. The row's own change that did not reach Temporal (a lost
+// answer) leaves the service's note in place and is pushed as before. It
+// returns the row as it now is.
+func (a *ScheduleActivities) adoptTemporalPause(ctx context.Context, s store.Schedule) (store.Schedule, bool, error) {
+	desc, err := a.Temporal.ScheduleClient().GetHandle(ctx, ScheduleTemporalID(s.ID.String())).Describe(ctx)
+	if err != nil || desc.Schedule.State == nil {
+		return s, false, nil // missing or unreadable: SyncSchedule handles it
+	}
+	st := desc.Schedule.State
+	paused := st.Paused
+	// Made on the Temporal side: a pause or unpause there replaces the
+	// note the service writes with the operator's (or the tool's default),
+	// or the schedule was updated there after the row changed.
+	theirs := st.Note != ScheduleNote(s) || desc.Info.LastUpdateAt.After(s.UpdatedAt)
+	if paused == !s.IsActive || !theirs {
+		return s, false, nil
+	}
+	next := s
+	next.IsActive = !paused
+	next.NextRunAt = nil
+	if !paused {
+		next.NextRunAt = nextActionTime(desc)
+	}
+	updated, err := store.UpdateSchedule(ctx, a.Store.Pool, next, s.Revision)
+	if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+		return s, false, nil // changed meanwhile: the next check sees it
+	}
+	if err != nil {
+		return s, false, fmt.Errorf("adopt the Temporal pause: %w", err)
+	}
+	return updated, true, nil
 }
 
 // nextActionTime is the first of the described schedule's next fires.
@@ -342,6 +431,8 @@ type ReconcileSchedulesResult struct {
 	Created int `json:"created"`
 	Updated int `json:"updated"`
 	Deleted int `json:"deleted"`
+	// Adopted rows took a pause or resume made in the Temporal UI.
+	Adopted int `json:"adopted"`
 }
 
 // ReconcileSchedules repairs the schedules whose row and Temporal Schedule
@@ -350,10 +441,13 @@ type ReconcileSchedulesResult struct {
 //     lost with a Temporal restore or deleted by hand is created again from
 //     its row; the listing is eventually consistent, so each is described
 //     first), up to ReconcileBatch,
-//   - syncs the ReconcileBatch rows checked least recently (one whose spec,
-//     task or paused state differs from its row — a change whose answer
-//     was lost, an edit in the UI — is replaced by the row's), refreshing
-//     their next run,
+//   - syncs the ReconcileBatch rows whose next run has passed (a fire
+//     Temporal skipped leaves it behind) and then those checked least
+//     recently: a pause or resume made in the Temporal UI after the row's
+//     last change is adopted by the row (adoptTemporalPause); otherwise
+//     one whose spec, policies, action or paused state differs from its
+//     row — a change whose answer was lost, a spec edited in the UI — is
+//     replaced by the row's; their next run is refreshed,
 //   - deletes the Temporal Schedules whose row is gone (their fires would
 //     run nothing).
 //
@@ -405,6 +499,14 @@ func (a *ScheduleActivities) syncRows(ctx context.Context, rows []store.Schedule
 	log := a.log().With("kind", "schedule")
 	for _, s := range rows {
 		out.Checked++
+		s, adopted, err := a.adoptTemporalPause(ctx, s)
+		if err != nil {
+			return err
+		}
+		if adopted {
+			log.Info("reconcile: the row follows a pause or resume made in Temporal", "id", s.ID, "active", s.IsActive)
+			out.Adopted++
+		}
 		res, err := SyncSchedule(ctx, a.Temporal, a.TaskQueue, s)
 		if err != nil {
 			if ctx.Err() != nil || isUnavailable(err) {

@@ -36,6 +36,7 @@ type fakeSchedule struct {
 	state   client.ScheduleState
 	action  client.ScheduleAction
 	spec    client.ScheduleSpec
+	policy  client.SchedulePolicies
 	changes int
 }
 
@@ -68,7 +69,8 @@ func (f *fakeSchedules) Create(_ context.Context, o client.ScheduleOptions) (cli
 	if f.byID[o.ID] != nil {
 		return nil, temporal.ErrScheduleAlreadyRunning
 	}
-	f.byID[o.ID] = &fakeSchedule{opts: o, state: client.ScheduleState{Note: o.Note, Paused: o.Paused}, action: o.Action, spec: o.Spec}
+	f.byID[o.ID] = &fakeSchedule{opts: o, state: client.ScheduleState{Note: o.Note, Paused: o.Paused}, action: o.Action, spec: o.Spec,
+		policy: client.SchedulePolicies{Overlap: o.Overlap, CatchupWindow: o.CatchupWindow}}
 	return &fakeHandle{f: f, id: o.ID}, nil
 }
 
@@ -107,10 +109,10 @@ func (h *fakeHandle) Describe(context.Context) (*client.ScheduleDescription, err
 	if s == nil {
 		return nil, serviceerror.NewNotFound("schedule not found")
 	}
-	spec, state := s.spec, s.state
+	spec, state, policy := s.spec, s.state, s.policy
 	first := fakeNext.Add(time.Duration(s.changes) * time.Hour)
 	return &client.ScheduleDescription{
-		Schedule: client.Schedule{Action: s.action, Spec: &spec, State: &state},
+		Schedule: client.Schedule{Action: s.action, Spec: &spec, State: &state, Policy: &policy},
 		Info:     client.ScheduleInfo{NextActionTimes: []time.Time{first, first.Add(time.Minute)}},
 	}, nil
 }
@@ -131,6 +133,9 @@ func (h *fakeHandle) Update(_ context.Context, o client.ScheduleUpdateOptions) e
 	}
 	s := h.f.byID[h.id]
 	s.action, s.spec, s.state = u.Schedule.Action, *u.Schedule.Spec, *u.Schedule.State
+	if u.Schedule.Policy != nil {
+		s.policy = *u.Schedule.Policy
+	}
 	s.changes++
 	return nil
 }

@@ -142,14 +142,28 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	// restore) is created again by the reconciler, as the row says; an
 	// orphan Temporal Schedule (its row gone) is deleted.
 	require.NoError(t, s.temporal.ScheduleClient().GetHandle(ctx, workflows.ScheduleWorkflowID(id)).Delete(ctx))
-	// ... and one paused in the Temporal UI while its row is active is
-	// resumed.
+	// ... one paused in the Temporal UI after its row last changed is
+	// adopted: the row follows (it is not resumed behind the operator's
+	// back) ...
 	other := data(s.mustCall(201, key, "POST", "/api/v1/schedules", map[string]any{
 		"bridge_id": bridgeID, "task": "push-fulfillment", "cron": "0 0 1 1 *",
 	}))["id"].(string)
-	require.NoError(t, s.temporal.ScheduleClient().GetHandle(ctx, workflows.ScheduleWorkflowID(other)).Pause(ctx, client.SchedulePauseOptions{}))
-	_, err = s.store.Pool.Exec(ctx, `UPDATE schedules SET updated_at = now() - interval '2 minutes' WHERE id = ANY($1)`, []string{id, other})
+	// ... and one whose spec was edited in the UI (its note unchanged) is
+	// put back to the row's cron.
+	edited := data(s.mustCall(201, key, "POST", "/api/v1/schedules", map[string]any{
+		"bridge_id": bridgeID, "task": "push-fulfillment", "cron": "0 0 1 1 *",
+	}))["id"].(string)
+	_, err = s.store.Pool.Exec(ctx, `UPDATE schedules SET updated_at = now() - interval '2 minutes' WHERE id = ANY($1)`, []string{id, other, edited})
 	require.NoError(t, err)
+	require.NoError(t, s.temporal.ScheduleClient().GetHandle(ctx, workflows.ScheduleWorkflowID(other)).Pause(ctx, client.SchedulePauseOptions{Note: "paused by an operator"}))
+	require.NoError(t, s.temporal.ScheduleClient().GetHandle(ctx, workflows.ScheduleWorkflowID(edited)).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			in.Description.Schedule.Spec = &client.ScheduleSpec{CronExpressions: []string{"15 3 * * *"}}
+			return &client.ScheduleUpdate{Schedule: &in.Description.Schedule}, nil
+		},
+	}))
+	editedNext := s.describeSchedule(ctx, edited).Info.NextActionTimes[0]
+	require.Equal(t, 15, editedNext.Minute(), "the UI edit took")
 	orphan := uuid.NewString()
 	_, err = s.temporal.ScheduleClient().Create(ctx, client.ScheduleOptions{
 		ID: workflows.ScheduleWorkflowID(orphan), Spec: client.ScheduleSpec{CronExpressions: []string{"0 0 1 1 *"}},
@@ -160,11 +174,15 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	deadline := time.Now().Add(45 * time.Second)
 	for {
 		s.runMaintenance(ctx)
-		if s.describeSchedule(ctx, id) != nil && s.describeSchedule(ctx, orphan) == nil && !s.describeSchedule(ctx, other).Schedule.State.Paused {
+		otherRow, err := store.ScheduleByID(ctx, s.store.Pool, uuid.MustParse(orgID), uuid.MustParse(other))
+		require.NoError(t, err)
+		if s.describeSchedule(ctx, id) != nil && s.describeSchedule(ctx, orphan) == nil && !otherRow.IsActive &&
+			s.describeSchedule(ctx, edited).Info.NextActionTimes[0].Minute() == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the reconciler did not repair the schedules in 45s")
+			t.Fatalf("the reconciler did not repair the schedules in 45s: id %v, orphan gone %v, other active %v, edited next %v",
+				s.describeSchedule(ctx, id) != nil, s.describeSchedule(ctx, orphan) == nil, otherRow.IsActive, s.describeSchedule(ctx, edited).Info.NextActionTimes)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -174,6 +192,10 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	require.Equal(t, activities.ScheduleNote(row), desc.Schedule.State.Note)
 	require.False(t, desc.Schedule.State.Paused)
 	require.True(t, next.Equal(desc.Info.NextActionTimes[0]), "recreated with the row's cron and zone")
+	require.True(t, s.describeSchedule(ctx, other).Schedule.State.Paused, "the operator's pause stays")
+	otherAPI := data(s.mustCall(200, key, "GET", "/api/v1/schedules/"+other, nil))
+	require.Equal(t, false, otherAPI["isActive"], "the row follows the pause")
+	require.Nil(t, otherAPI["nextRunAt"])
 
 	// delete: the row and the Temporal Schedule go.
 	require.Equal(t, true, s.mustCall(200, key, "DELETE", "/api/v1/schedules/"+id, nil)["success"])

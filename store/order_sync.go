@@ -92,6 +92,9 @@ type OrderSyncOutcome struct {
 	// AlreadyApplied is true when the activity was recorded by an earlier
 	// attempt; ChangedFields is then the recorded list and nothing was written.
 	AlreadyApplied bool
+	// Stale is true when the copy was older (by the platform's updated_at)
+	// than the stored one: nothing was written, ChangedFields is empty.
+	Stale bool
 }
 
 // OrderSyncFields are the order fields a sync may change, by their API
@@ -117,12 +120,14 @@ type orderSyncRow struct {
 	Tags              []string  `db:"tags"`
 	SourceData        []byte    `db:"source_data"`
 	OrderedAt         time.Time `db:"ordered_at"`
+	// PlatformUpdatedAt is not compared (diffOrderSync): it orders writes.
+	PlatformUpdatedAt *time.Time `db:"platform_updated_at"`
 }
 
 const lockOrderForSyncSQL = `
 SELECT order_number, status, payment_status, fulfillment_status, customer,
        shipping_address, billing_address, line_items, totals, currency, tags,
-       source_data, ordered_at
+       source_data, ordered_at, platform_updated_at
 FROM orders
 WHERE id = $1 AND organization_id = $2 AND bridge_id = $3
 FOR UPDATE`
@@ -138,7 +143,7 @@ UPDATE orders SET
     customer = $7, customer_email = $8, customer_name = $9,
     shipping_address = $10, billing_address = $11, line_items = $12, totals = $13,
     total = $14, currency = $15, tags = $16, source_data = $17, ordered_at = $18,
-    updated_at = now()
+    platform_updated_at = coalesce($19, platform_updated_at), updated_at = now()
 WHERE id = $1 AND organization_id = $2`
 
 const insertOrderSyncActivitySQL = `
@@ -185,20 +190,29 @@ func ApplyOrderSync(ctx context.Context, s *Store, u OrderSyncUpdate) (OrderSync
 			return err
 		}
 
-		out.ChangedFields = diffOrderSync(cur, next)
 		o := u.Order
-		if _, err := tx.Exec(ctx, updateOrderFromSyncSQL, u.OrderID, u.OrganizationID,
-			next.OrderNumber, next.Status, next.PaymentStatus, next.FulfillmentStatus,
-			next.Customer, o.Customer.Email, syncCustomerName(o.Customer),
-			next.ShippingAddress, next.BillingAddress, next.LineItems, next.Totals,
-			o.Totals.Total, next.Currency, next.Tags, next.SourceData, next.OrderedAt,
-		); err != nil {
-			return mapErr(err)
+		if cur.PlatformUpdatedAt != nil && !o.UpdatedAt.IsZero() && o.UpdatedAt.Before(*cur.PlatformUpdatedAt) {
+			// An older copy than the stored one (fetched earlier, committed
+			// later): the order keeps the newest platform state.
+			out.Stale, out.ChangedFields = true, []string{}
+		} else {
+			out.ChangedFields = diffOrderSync(cur, next)
+			if _, err := tx.Exec(ctx, updateOrderFromSyncSQL, u.OrderID, u.OrganizationID,
+				next.OrderNumber, next.Status, next.PaymentStatus, next.FulfillmentStatus,
+				next.Customer, o.Customer.Email, syncCustomerName(o.Customer),
+				next.ShippingAddress, next.BillingAddress, next.LineItems, next.Totals,
+				o.Totals.Total, next.Currency, next.Tags, next.SourceData, next.OrderedAt, next.PlatformUpdatedAt,
+			); err != nil {
+				return mapErr(err)
+			}
 		}
 
 		meta := make(map[string]any, len(u.Activity.Metadata)+1)
 		maps.Copy(meta, u.Activity.Metadata)
 		meta["changedFields"] = out.ChangedFields
+		if out.Stale {
+			meta["stale"] = true
+		}
 		if err := insertOrderSyncActivity(ctx, tx, u.OrganizationID, u.OrderID, OrderSyncActivityType, u.Activity, meta); err != nil {
 			return err
 		}
@@ -271,6 +285,10 @@ func orderSyncRowFrom(o platforms.Order) (orderSyncRow, error) {
 		r.SourceData = enc(o.SourceData)
 	}
 	r.OrderedAt = o.OrderedAt
+	if !o.UpdatedAt.IsZero() {
+		t := o.UpdatedAt
+		r.PlatformUpdatedAt = &t
+	}
 	if err != nil {
 		return orderSyncRow{}, fmt.Errorf("encode synced order: %w", err)
 	}

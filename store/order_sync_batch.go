@@ -68,11 +68,15 @@ type batchOrderRow struct {
 	Tags              []string        `json:"tags"`
 	SourceData        json.RawMessage `json:"source_data"`
 	OrderedAt         *time.Time      `json:"ordered_at"`
+	// PlatformUpdatedAt is the platform's updated_at of this copy (nil:
+	// unknown, never stale).
+	PlatformUpdatedAt *time.Time `json:"platform_updated_at"`
 }
 
 // upsertOrderBatchSQL stores a page in one statement: prev is the stored
 // copy (the statement's snapshot), up inserts new orders and updates
-// those that differ (an unchanged order is not touched and not returned;
+// those that differ and are not older than the stored copy (by the
+// platform's updated_at) (an unchanged order is not touched and not returned;
 // xmax = 0 tells an insert from an update), acts records a "sync"
 // activity on every created or updated order with the fields that changed.
 const upsertOrderBatchSQL = `
@@ -81,16 +85,16 @@ WITH input AS (
     id uuid, activity_id uuid, external_id text, order_number text, status text, payment_status text,
     fulfillment_status text, customer jsonb, customer_email text, customer_name text, shipping_address jsonb,
     billing_address jsonb, line_items jsonb, totals jsonb, total numeric, currency text, tags text[],
-    source_data jsonb, ordered_at timestamptz)
+    source_data jsonb, ordered_at timestamptz, platform_updated_at timestamptz)
 ), prev AS (
   SELECT o.* FROM orders o JOIN input i ON o.organization_id = $1 AND o.bridge_id = $2 AND o.external_id = i.external_id
 ), up AS (
   INSERT INTO orders AS o (id, organization_id, bridge_id, external_id, order_number, status, payment_status, fulfillment_status,
                            customer, customer_email, customer_name, shipping_address, billing_address, line_items, totals,
-                           total, currency, tags, source_data, ordered_at)
+                           total, currency, tags, source_data, ordered_at, platform_updated_at)
   SELECT i.id, $1, $2, i.external_id, i.order_number, i.status, i.payment_status, i.fulfillment_status,
          i.customer, i.customer_email, i.customer_name, i.shipping_address, i.billing_address, i.line_items, i.totals,
-         i.total, i.currency, i.tags, i.source_data, coalesce(i.ordered_at, p.ordered_at, now())
+         i.total, i.currency, i.tags, i.source_data, coalesce(i.ordered_at, p.ordered_at, now()), i.platform_updated_at
     FROM input i LEFT JOIN prev p ON p.external_id = i.external_id
   ON CONFLICT (organization_id, bridge_id, external_id) DO UPDATE SET
     order_number = excluded.order_number, status = excluded.status, payment_status = excluded.payment_status,
@@ -99,13 +103,18 @@ WITH input AS (
     shipping_address = excluded.shipping_address, billing_address = excluded.billing_address,
     line_items = excluded.line_items, totals = excluded.totals, total = excluded.total,
     currency = excluded.currency, tags = excluded.tags, source_data = excluded.source_data,
-    ordered_at = excluded.ordered_at, updated_at = now()
+    ordered_at = excluded.ordered_at, updated_at = now(),
+    platform_updated_at = coalesce(excluded.platform_updated_at, o.platform_updated_at)
   WHERE (o.order_number, o.status, o.payment_status, o.fulfillment_status, o.customer, o.shipping_address,
-         o.billing_address, o.line_items, o.totals, o.currency, o.tags, o.source_data, o.ordered_at)
+         o.billing_address, o.line_items, o.totals, o.currency, o.tags, o.source_data, o.ordered_at, o.platform_updated_at)
         IS DISTINCT FROM
         (excluded.order_number, excluded.status, excluded.payment_status, excluded.fulfillment_status, excluded.customer,
          excluded.shipping_address, excluded.billing_address, excluded.line_items, excluded.totals, excluded.currency,
-         excluded.tags, excluded.source_data, excluded.ordered_at)
+         excluded.tags, excluded.source_data, excluded.ordered_at, coalesce(excluded.platform_updated_at, o.platform_updated_at))
+    -- A copy older than the stored one (an earlier fetch committing
+    -- later) does not overwrite it.
+    AND (excluded.platform_updated_at IS NULL OR o.platform_updated_at IS NULL
+         OR excluded.platform_updated_at >= o.platform_updated_at)
   RETURNING o.id, o.external_id, (o.xmax = 0) AS inserted
 ), changes AS (
   SELECT u.id, u.external_id, u.inserted, i.activity_id,
@@ -167,6 +176,10 @@ func UpsertOrderBatch(ctx context.Context, s *Store, b OrderBatch) (OrderBatchRe
 		if !o.OrderedAt.IsZero() {
 			t := o.OrderedAt
 			row.OrderedAt = &t
+		}
+		if !o.UpdatedAt.IsZero() {
+			t := o.UpdatedAt
+			row.PlatformUpdatedAt = &t
 		}
 		// The same order twice in a page: the later copy wins.
 		if i, ok := byExt[o.ExternalID]; ok {

@@ -157,11 +157,13 @@ func DeleteSchedule(ctx context.Context, db DBTX, orgID, id uuid.UUID) error {
 	return nil
 }
 
-// SchedulesToCheck lists up to limit schedules across organizations, the
-// least recently checked first, leaving out those changed since cutoff
+// SchedulesToCheck lists up to limit schedules across organizations, those
+// whose next run has passed (Temporal skipped a fire) first, then the
+// least recently checked, leaving out those changed since cutoff
 // (a request may be bringing their Temporal Schedule in line).
 func SchedulesToCheck(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]Schedule, error) {
-	rows, err := db.Query(ctx, scheduleSelect+` WHERE s.updated_at < $1 ORDER BY s.checked_at NULLS FIRST, s.id LIMIT $2`, cutoff, limit)
+	rows, err := db.Query(ctx, scheduleSelect+` WHERE s.updated_at < $1
+ ORDER BY (s.is_active AND s.next_run_at < now()) DESC NULLS LAST, s.checked_at NULLS FIRST, s.id LIMIT $2`, cutoff, limit)
 	if err != nil {
 		return nil, mapErr(err)
 	}

@@ -207,3 +207,27 @@ func TestScheduleRunsQueueOnceAndCount(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, store.TaskCompleted, kept.Status)
 }
+
+// The reconciler checks first the schedules whose next run has passed (a
+// fire Temporal skipped left it behind), then the least recently checked.
+func TestSchedulesToCheckPassedNextRunFirst(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org := bridgeTestOrg(t, s)
+	b := bridgeTestCreate(t, s, bridgeTestBox(t), org, platforms.TypeStorefrontA, "Shop", map[string]any{"shopDomain": "x.example.com", "accessToken": "t"})
+	stale := scheduleTestCreate(t, s, org, b.ID, "grab-orders", true)
+	old := scheduleTestCreate(t, s, org, b.ID, "warehouse-sync", true)
+	fresh := scheduleTestCreate(t, s, org, b.ID, "push-fulfillment", true)
+	_, err := s.Pool.Exec(ctx, `UPDATE schedules SET updated_at = now() - interval '1 hour',
+		checked_at = CASE id WHEN $1 THEN now() - interval '1 minute' WHEN $2 THEN now() - interval '1 hour' ELSE now() - interval '30 minutes' END,
+		next_run_at = CASE id WHEN $1 THEN now() - interval '10 minutes' ELSE now() + interval '1 hour' END
+		WHERE organization_id = $3`, stale.ID, old.ID, org)
+	require.NoError(t, err)
+	list, err := store.SchedulesToCheck(ctx, s.Pool, time.Now(), 10)
+	require.NoError(t, err)
+	var ids []uuid.UUID
+	for _, sc := range list {
+		ids = append(ids, sc.ID)
+	}
+	require.Equal(t, []uuid.UUID{stale.ID, old.ID, fresh.ID}, ids)
+}

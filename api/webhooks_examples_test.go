@@ -1,0 +1,94 @@
+package api
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/store"
+)
+
+// vendorExample reads a platform's published example (skipped when the
+// vendor notes are not next to the repository).
+func vendorExample(t *testing.T, typ, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("../../shared/vendors/platforms", typ, "examples", name))
+	if err != nil {
+		t.Skipf("vendor examples not available: %v", err)
+	}
+	return b
+}
+
+// A delivery with storefront_a's published headers and its published
+// order payload: the topic comes from X-Shopify-Topic, the signature
+// header is the published one's (base64 of a SHA-256 HMAC), computed here
+// with the bridge's key.
+func TestInboundWebhookStorefrontAPublishedDelivery(t *testing.T) {
+	var headers map[string]string
+	require.NoError(t, json.Unmarshal(vendorExample(t, "storefront_a", "webhook_delivery_headers_example.json"), &headers))
+	body := vendorExample(t, "storefront_a", "webhook_orders_topic_sample_payload.json")
+	published, err := base64.StdEncoding.DecodeString(headers[StorefrontAHMAC])
+	require.NoError(t, err)
+	require.Len(t, published, 32, "a SHA-256 HMAC")
+
+	e := newEnv(t)
+	key := e.apiKey(e.signup(), "bridges:read", "bridges:write")
+	const secret = "shpss_published_example"
+	id := inboundBridge(t, e, key, platforms.TypeStorefrontA, secret)
+	kv := []string{}
+	for k, v := range headers {
+		if k == StorefrontAHMAC {
+			v = SignWebhookBody(secret, body)
+		}
+		kv = append(kv, k, v)
+	}
+	kv = append(kv, StorefrontAEventID, "published-1")
+	res := e.do(caller{}, "POST", "/api/v1/webhooks/"+id, string(body), kv...)
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	ev, err := store.WebhookEventByID(t.Context(), e.deps.Store.Pool, e.bridgeStoredRow(id).OrganizationID, uuid.MustParse(res.data()["event_id"].(string)))
+	require.NoError(t, err)
+	require.Equal(t, headers["X-Shopify-Topic"], ev.Topic)
+	require.JSONEq(t, string(body), string(ev.Payload))
+
+	// The published signature itself is not valid for this bridge's key.
+	kv[len(kv)-1] = "published-2"
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i] == StorefrontAHMAC {
+			kv[i+1] = headers[StorefrontAHMAC]
+		}
+	}
+	requireError(t, e.do(caller{}, "POST", "/api/v1/webhooks/"+id, string(body), kv...), 401, "invalid_signature")
+}
+
+// shipping_hub_a's published payloads ({resource_url, resource_type}) come
+// with the token the service put into the registered URL: the topic is the
+// resource_type, and a redelivery is the same event.
+func TestInboundWebhookShippingHubAPublishedPayloads(t *testing.T) {
+	e := newEnv(t)
+	key := e.apiKey(e.signup(), "bridges:read", "bridges:write")
+	const secret = "hub-published-example"
+	id := inboundBridge(t, e, key, platforms.TypeShippingHubA, secret)
+	path := "/api/v1/webhooks/" + id + "?" + webhookTokenParam + "=" + url.QueryEscape(WebhookToken(secret, uuid.MustParse(id)))
+	for _, name := range []string{"webhook_payload_ORDER_NOTIFY.json", "webhook_payload_SHIP_NOTIFY.json", "webhook_payload_ITEM_SHIP_NOTIFY.json"} {
+		body := vendorExample(t, "shipping_hub_a", name)
+		var payload struct {
+			Type string `json:"resource_type"`
+		}
+		require.NoError(t, json.Unmarshal(body, &payload))
+		res := e.do(caller{}, "POST", path, string(body))
+		require.Equal(t, 200, res.Code, "%s: %s", name, res.Raw)
+		ev, err := store.WebhookEventByID(t.Context(), e.deps.Store.Pool, e.bridgeStoredRow(id).OrganizationID, uuid.MustParse(res.data()["event_id"].(string)))
+		require.NoError(t, err)
+		require.Equal(t, payload.Type, ev.Topic, name)
+		again := e.do(caller{}, "POST", path, string(body))
+		require.Equal(t, res.data()["event_id"], again.data()["event_id"], "a redelivery is the same event")
+	}
+	requireError(t, e.do(caller{}, "POST", "/api/v1/webhooks/"+id, string(vendorExample(t, "shipping_hub_a", "webhook_payload_SHIP_NOTIFY.json"))), 401, "invalid_signature")
+}
