@@ -61,10 +61,11 @@ type OAuthRuns interface {
 	ExchangeOAuthCode(ctx context.Context, in ExchangeInput) (ExchangeResult, error)
 }
 
-// RedeliveryRuns starts the retry workflow of a delivery whose first
-// attempt failed (WebhookDelivery, webhook-delivery/<deliveryId>).
+// RedeliveryRuns starts the workflow of a delivery whose first attempt
+// failed (WebhookDelivery, webhook-delivery/<deliveryId>), which makes
+// attempts firstAttempt (1 or 2) and on.
 type RedeliveryRuns interface {
-	StartDeliveryRetries(ctx context.Context, orgID, deliveryID uuid.UUID) error
+	StartDeliveryRetries(ctx context.Context, orgID, deliveryID uuid.UUID, firstAttempt int) error
 }
 
 // StorefrontAApp is the OAuth app of storefront_a.
