@@ -274,6 +274,7 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 	res := DispatchResult{Events: len(events), Deliveries: len(stored)}
 	var mu sync.Mutex
 	var firstErr error
+	var accepted []store.FirstAttemptSuccess
 	sem := make(chan struct{}, fanOutConcurrency)
 	var wg sync.WaitGroup
 	for _, d := range stored {
@@ -291,6 +292,11 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 				if r.timedOut {
 					// A slow receiver: its workflow makes attempt 1.
 					retry, from = true, 1
+				} else if r.success() {
+					// Recorded together after the batch.
+					mu.Lock()
+					accepted = append(accepted, store.FirstAttemptSuccess{DeliveryID: d.ID, StatusCode: *r.status, DurationMS: int(r.duration.Milliseconds())})
+					mu.Unlock()
 				} else {
 					out, err := s.record(ctx, d, r, 1, false)
 					if err != nil {
@@ -299,12 +305,7 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 						mu.Unlock()
 						return
 					}
-					retry = !out.Delivery.Success && out.WebhookActive && out.Delivery.Status == store.DeliveryRetrying
-					if out.Delivery.Success {
-						mu.Lock()
-						res.Succeeded++
-						mu.Unlock()
-					}
+					retry = out.WebhookActive && out.Delivery.Status == store.DeliveryRetrying
 				}
 			}
 			if retry && s.retries != nil {
@@ -324,6 +325,10 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 		}(d)
 	}
 	wg.Wait()
+	if err := store.RecordFirstSuccesses(ctx, s.store.Pool, accepted); err != nil {
+		firstErr = errors.Join(firstErr, err)
+	}
+	res.Succeeded = len(accepted)
 	if firstErr != nil {
 		return res, firstErr
 	}
