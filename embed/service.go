@@ -136,6 +136,11 @@ func New(d Deps) *Service {
 	if wc == nil {
 		wc = netguard.NewClient(netguard.Options{AllowPrivate: d.AllowPrivateURLs, Timeout: DeliveryTimeout})
 		wc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		if tr, ok := wc.Transport.(*http.Transport); ok {
+			// A fan-out sends up to fanOutConcurrency requests to one host
+			// at once: keep those connections instead of redialing.
+			tr.MaxIdleConnsPerHost = fanOutConcurrency
+		}
 	}
 	tc := d.TokenClient
 	if tc == nil {
