@@ -606,3 +606,9 @@ func TestConnectWidgetPageIsFramedOnlyByAllowedOrigins(t *testing.T) {
 	require.Equal(t, 404, e.do(caller{}, "GET", "/embed/connect?key=pk_unknown&origin="+url.QueryEscape("https://app.example.com"), nil).Code)
 	require.Equal(t, 404, e.do(caller{}, "GET", "/dev/embed-demo", nil).Code, "the demo page only under fos dev")
 }
+
+// embedService is an embed.Service over the environment's store (the one
+// the router holds is private).
+func (e *testEnv) embedService() *embed.Service {
+	return embed.New(embed.Deps{Store: e.deps.Store, Secrets: e.deps.Secrets})
+}

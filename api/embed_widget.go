@@ -9,8 +9,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/fos-dev/fos/domain"
 	embeddomain "github.com/fos-dev/fos/embed"
-	"github.com/fos-dev/fos/store"
 )
 
 // The connect widget (CONTRACT 12, extension): plain HTML/CSS/JS embedded
@@ -59,13 +59,8 @@ func widgetError(w http.ResponseWriter, status int, msg string) {
 // connectPage serves the widget page for an active config named by its
 // publishable key, to be framed by an allowed origin only.
 func (s *Server) connectPage(w http.ResponseWriter, r *http.Request) {
-	key := r.URL.Query().Get("key")
-	if !strings.HasPrefix(key, embeddomain.PublishableKeyPrefix) || len(key) > 100 {
-		widgetError(w, http.StatusNotFound, "unknown publishable key")
-		return
-	}
-	c, err := store.EmbedConfigByPublishableKey(r.Context(), s.store.Pool, key)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !c.IsActive) {
+	c, err := s.domains.embed.WidgetConfig(r.Context(), r.URL.Query().Get("key"))
+	if errors.Is(err, domain.ErrNotFound) {
 		widgetError(w, http.StatusNotFound, "unknown publishable key")
 		return
 	}
@@ -97,9 +92,7 @@ func (s *Server) connectPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) embedDemo(w http.ResponseWriter, r *http.Request) {
 	key := r.URL.Query().Get("key")
 	if key == "" {
-		if c, err := store.EmbedConfigBySlug(r.Context(), s.store.Pool, "demo"); err == nil {
-			key = c.PublishableKey
-		}
+		key = s.domains.embed.PublishableKeyOfSlug(r.Context(), "demo")
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-src 'self'")

@@ -318,3 +318,26 @@ func (s *Service) OriginAllowedFor(ctx context.Context, orgID uuid.UUID, origin 
 	}
 	return OriginAllowed(c, origin), nil
 }
+
+// WidgetConfig is the active config of a publishable key (the connect
+// page); an unknown key or an inactive config is not found.
+func (s *Service) WidgetConfig(ctx context.Context, publishableKey string) (Config, error) {
+	if !strings.HasPrefix(publishableKey, PublishableKeyPrefix) || len(publishableKey) > 100 {
+		return Config{}, domain.NotFound("embed config")
+	}
+	c, err := store.EmbedConfigByPublishableKey(ctx, s.store.Pool, publishableKey)
+	if err == nil && !c.IsActive {
+		return Config{}, domain.NotFound("embed config")
+	}
+	return c, notFoundAs(err, "embed config")
+}
+
+// PublishableKeyOfSlug is the publishable key of an active slug ("" when
+// there is none): the dev demo page's.
+func (s *Service) PublishableKeyOfSlug(ctx context.Context, slug string) string {
+	c, err := store.EmbedConfigBySlug(ctx, s.store.Pool, slug)
+	if err != nil || !c.IsActive {
+		return ""
+	}
+	return c.PublishableKey
+}

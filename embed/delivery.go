@@ -26,10 +26,11 @@ import (
 // transaction of the change; DispatchOutbox (an activity of the
 // EmbedOutbox workflow, on the webhook task queue) turns each event into
 // one delivery per subscribed webhook (deterministic ids, so a repeated
-// fan-out finds the same rows), makes each first attempt concurrently with
-// a short timeout, and starts a WebhookDelivery workflow
-// (webhook-delivery/<deliveryId>) for each that failed, which retries on
-// the schedule of RetrySchedule through AttemptDelivery. Every attempt of
+// fan-out finds the same rows), makes each first attempt concurrently
+// within FirstAttemptBudget, and starts a WebhookDelivery workflow
+// (webhook-delivery/<deliveryId>) for each that failed (it retries on
+// RetrySchedule through AttemptDelivery) or did not answer in time (it
+// makes attempt 1 at once, with the full timeout, then retries). Every attempt of
 // a delivery carries the same webhook-id, so a receiver can drop the
 // duplicates that at-least-once delivery implies.
 
@@ -39,10 +40,12 @@ var RetrySchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.
 // MaxAttempts is the number of attempts of a delivery.
 var MaxAttempts = 1 + len(RetrySchedule)
 
-// FirstAttemptTimeout bounds the fan-out's first attempt, so a receiver
-// that hangs holds one slot for at most this long; it is then retried
-// with the full DeliveryTimeout.
-const FirstAttemptTimeout = 5 * time.Second
+// FirstAttemptBudget bounds the fan-out's first attempt, so a receiver
+// that hangs holds up its batch for at most this long: a first attempt not
+// answered by then is abandoned unrecorded and made again, with the full
+// DeliveryTimeout, as attempt 1 of the delivery's own WebhookDelivery
+// workflow (the receiver may see it twice, with one webhook-id).
+const FirstAttemptBudget = time.Second
 
 // fanOutConcurrency is how many first attempts run at once.
 const fanOutConcurrency = 64
@@ -96,6 +99,8 @@ type sendResult struct {
 	status   *int
 	err      *string
 	duration time.Duration
+	// timedOut: no answer within the timeout.
+	timedOut bool
 }
 
 func (r sendResult) success() bool { return r.status != nil && *r.status >= 200 && *r.status < 300 }
@@ -128,7 +133,9 @@ func (s *Service) send(ctx context.Context, w store.EndUserWebhook, d store.Webh
 		case errors.Is(err, netguard.ErrForbiddenAddress):
 			return fail("the target resolves to an address that is not allowed")
 		case errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "Client.Timeout"):
-			return fail(fmt.Sprintf("no answer within %s", timeout))
+			r := fail(fmt.Sprintf("no answer within %s", timeout))
+			r.timedOut = true
+			return r
 		default:
 			return fail("connection failed")
 		}
@@ -146,7 +153,10 @@ func (s *Service) send(ctx context.Context, w store.EndUserWebhook, d store.Webh
 
 // attempt sends one attempt of a delivery and records it.
 func (s *Service) attempt(ctx context.Context, w store.EndUserWebhook, d store.WebhookDelivery, n int, final bool, timeout time.Duration) (store.DeliveryOutcome, error) {
-	r := s.send(ctx, w, d, timeout)
+	return s.record(ctx, d, s.send(ctx, w, d, timeout), n, final)
+}
+
+func (s *Service) record(ctx context.Context, d store.WebhookDelivery, r sendResult, n int, final bool) (store.DeliveryOutcome, error) {
 	return store.RecordDeliveryAttempt(ctx, s.store.Pool, store.DeliveryAttempt{
 		DeliveryID: d.ID, Attempt: n, StatusCode: r.status, Success: r.success(), Error: r.err,
 		DurationMS: int(r.duration.Milliseconds()), Gone: r.gone(), Final: final,
@@ -264,6 +274,7 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 	res := DispatchResult{Events: len(events), Deliveries: len(stored)}
 	var mu sync.Mutex
 	var firstErr error
+	var accepted []store.FirstAttemptSuccess
 	sem := make(chan struct{}, fanOutConcurrency)
 	var wg sync.WaitGroup
 	for _, d := range stored {
@@ -275,24 +286,30 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 		go func(d store.WebhookDelivery) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			retry := d.Status == store.DeliveryRetrying
+			retry, from := d.Status == store.DeliveryRetrying, 2
 			if d.Status == store.DeliveryPending {
-				out, err := s.attempt(ctx, hooks[d.WebhookID], d, 1, false, FirstAttemptTimeout)
-				if err != nil {
+				r := s.send(ctx, hooks[d.WebhookID], d, FirstAttemptBudget)
+				if r.timedOut {
+					// A slow receiver: its workflow makes attempt 1.
+					retry, from = true, 1
+				} else if r.success() {
+					// Recorded together after the batch.
 					mu.Lock()
-					firstErr = errors.Join(firstErr, err)
+					accepted = append(accepted, store.FirstAttemptSuccess{DeliveryID: d.ID, StatusCode: *r.status, DurationMS: int(r.duration.Milliseconds())})
 					mu.Unlock()
-					return
-				}
-				retry = !out.Delivery.Success && out.WebhookActive && out.Delivery.Status == store.DeliveryRetrying
-				if out.Delivery.Success {
-					mu.Lock()
-					res.Succeeded++
-					mu.Unlock()
+				} else {
+					out, err := s.record(ctx, d, r, 1, false)
+					if err != nil {
+						mu.Lock()
+						firstErr = errors.Join(firstErr, err)
+						mu.Unlock()
+						return
+					}
+					retry = out.WebhookActive && out.Delivery.Status == store.DeliveryRetrying
 				}
 			}
 			if retry && s.retries != nil {
-				if err := s.retries.StartDeliveryRetries(ctx, d.OrganizationID, d.ID); err != nil {
+				if err := s.retries.StartDeliveryRetries(ctx, d.OrganizationID, d.ID, from); err != nil {
 					mu.Lock()
 					firstErr = errors.Join(firstErr, err)
 					mu.Unlock()
@@ -308,6 +325,10 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 		}(d)
 	}
 	wg.Wait()
+	if err := store.RecordFirstSuccesses(ctx, s.store.Pool, accepted); err != nil {
+		firstErr = errors.Join(firstErr, err)
+	}
+	res.Succeeded = len(accepted)
 	if firstErr != nil {
 		return res, firstErr
 	}

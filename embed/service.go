@@ -61,10 +61,11 @@ type OAuthRuns interface {
 	ExchangeOAuthCode(ctx context.Context, in ExchangeInput) (ExchangeResult, error)
 }
 
-// RedeliveryRuns starts the retry workflow of a delivery whose first
-// attempt failed (WebhookDelivery, webhook-delivery/<deliveryId>).
+// RedeliveryRuns starts the workflow of a delivery whose first attempt
+// failed (WebhookDelivery, webhook-delivery/<deliveryId>), which makes
+// attempts firstAttempt (1 or 2) and on.
 type RedeliveryRuns interface {
-	StartDeliveryRetries(ctx context.Context, orgID, deliveryID uuid.UUID) error
+	StartDeliveryRetries(ctx context.Context, orgID, deliveryID uuid.UUID, firstAttempt int) error
 }
 
 // StorefrontAApp is the OAuth app of storefront_a.
@@ -135,6 +136,11 @@ func New(d Deps) *Service {
 	if wc == nil {
 		wc = netguard.NewClient(netguard.Options{AllowPrivate: d.AllowPrivateURLs, Timeout: DeliveryTimeout})
 		wc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		if tr, ok := wc.Transport.(*http.Transport); ok {
+			// A fan-out sends up to fanOutConcurrency requests to one host
+			// at once: keep those connections instead of redialing.
+			tr.MaxIdleConnsPerHost = fanOutConcurrency
+		}
 	}
 	tc := d.TokenClient
 	if tc == nil {

@@ -261,7 +261,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (domain.Actor,
 }
 
 // sessionScope is what an embed actor may reach: its session, end user
-// and the organization's config.
+// and the organization's config (only the parts a session uses: allowed
+// types, features, settings).
 type sessionScope struct {
 	session store.EmbedSession
 	config  Config
@@ -292,18 +293,17 @@ func (s *Service) scopeOf(ctx context.Context, a domain.Actor, scope string) (se
 			return sessionScope{}, err
 		}
 	}
-	sess, err := store.EmbedSessionByID(ctx, s.store.Pool, a.OrganizationID, a.ID)
-	if err != nil || sess.RevokedAt != nil || !s.now().Before(sess.ExpiresAt) {
+	sc, err := store.EmbedSessionScopeByID(ctx, s.store.Pool, a.OrganizationID, a.ID)
+	if err != nil || sc.RevokedAt != nil || !s.now().Before(sc.ExpiresAt) {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return sessionScope{}, err
 		}
 		return sessionScope{}, unauthorized("invalid, revoked or expired session token")
 	}
-	c, err := store.EmbedConfigByOrganization(ctx, s.store.Pool, a.OrganizationID)
-	if errors.Is(err, store.ErrNotFound) {
-		c = Config{OrganizationID: a.OrganizationID, EnabledFeatures: DefaultFeatures, IsActive: true, Settings: map[string]any{}}
-	} else if err != nil {
-		return sessionScope{}, err
+	c := Config{OrganizationID: a.OrganizationID, EnabledFeatures: DefaultFeatures, IsActive: true, Settings: map[string]any{}}
+	if sc.HasConfig {
+		c.AllowedBridgeTypes, c.EnabledFeatures, c.Settings = sc.ConfigAllowedBridgeTypes, sc.ConfigEnabledFeatures, sc.ConfigSettings
 	}
+	sess := sc.EmbedSession
 	return sessionScope{session: sess, config: c}, nil
 }

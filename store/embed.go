@@ -387,3 +387,28 @@ func EmbedSessionByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (EmbedS
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[EmbedSession])
 	return out, mapErr(err)
 }
+
+// EmbedSessionScope is a session with what its requests need of the
+// organization's embed config (zero values when it has none).
+type EmbedSessionScope struct {
+	EmbedSession
+	HasConfig                bool           `db:"has_config"`
+	ConfigAllowedBridgeTypes []string       `db:"config_allowed_bridge_types"`
+	ConfigEnabledFeatures    []string       `db:"config_enabled_features"`
+	ConfigSettings           map[string]any `db:"config_settings"`
+}
+
+// EmbedSessionScopeByID reads a session of the organization and its
+// config in one round trip.
+func EmbedSessionScopeByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (EmbedSessionScope, error) {
+	rows, _ := db.Query(ctx, `
+SELECT s.id, s.organization_id, s.end_user_id, s.kind, s.scopes, s.allowed_bridge_types, s.expires_at, s.revoked_at, s.created_at,
+       c.id IS NOT NULL AS has_config,
+       coalesce(c.allowed_bridge_types, '{}') AS config_allowed_bridge_types,
+       coalesce(c.enabled_features, '{}') AS config_enabled_features,
+       coalesce(c.settings, '{}') AS config_settings
+  FROM embed_sessions s LEFT JOIN embed_configs c ON c.organization_id = s.organization_id
+ WHERE s.organization_id = $1 AND s.id = $2`, orgID, id)
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[EmbedSessionScope])
+	return out, mapErr(err)
+}

@@ -236,3 +236,34 @@ func pendingOf(t *testing.T, s *store.Store, org uuid.UUID) []store.OutboxEvent 
 	}
 	return out
 }
+
+func TestRecordFirstSuccessesResetsFailuresOnce(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org := bridgeTestOrg(t, s)
+	u := embedTestUser(t, s, org, "batch")
+	w := embedTestWebhook(t, s, org, u.ID, "order.created")
+	_, err := s.Pool.Exec(ctx, `UPDATE end_user_webhooks SET consecutive_failures = 3 WHERE id = $1`, w.ID)
+	require.NoError(t, err)
+	ds, err := store.InsertWebhookDeliveries(ctx, s.Pool, []store.WebhookDelivery{
+		{ID: uuid.New(), OrganizationID: org, WebhookID: w.ID, EndUserID: u.ID, MessageID: "a", Event: "order.created", Body: []byte(`{}`)},
+		{ID: uuid.New(), OrganizationID: org, WebhookID: w.ID, EndUserID: u.ID, MessageID: "b", Event: "order.created", Body: []byte(`{}`)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, store.RecordFirstSuccesses(ctx, s.Pool, []store.FirstAttemptSuccess{{DeliveryID: ds[0].ID, StatusCode: 204, DurationMS: 3}, {DeliveryID: ds[1].ID, StatusCode: 200}}))
+	for _, d := range ds {
+		got, err := store.WebhookDeliveryByID(ctx, s.Pool, org, d.ID)
+		require.NoError(t, err)
+		require.True(t, got.Success)
+		require.Equal(t, 1, got.Attempt)
+		require.Equal(t, store.DeliverySucceeded, got.Status)
+	}
+	hook, err := store.EndUserWebhookByID(ctx, s.Pool, org, u.ID, w.ID)
+	require.NoError(t, err)
+	require.Zero(t, hook.ConsecutiveFailures)
+	// A repeated record changes nothing (the attempt is recorded).
+	code := 500
+	out, err := store.RecordDeliveryAttempt(ctx, s.Pool, store.DeliveryAttempt{DeliveryID: ds[0].ID, Attempt: 1, StatusCode: &code})
+	require.NoError(t, err)
+	require.False(t, out.Recorded)
+}

@@ -337,3 +337,34 @@ func EndUserWebhookAnyUser(ctx context.Context, db DBTX, orgID, id uuid.UUID) (E
 	rows, _ := db.Query(ctx, `SELECT `+endUserWebhookCols+` FROM end_user_webhooks WHERE organization_id = $1 AND id = $2`, orgID, id)
 	return oneWebhook(rows)
 }
+
+// FirstAttemptSuccess is a first attempt the receiver accepted.
+type FirstAttemptSuccess struct {
+	DeliveryID uuid.UUID
+	StatusCode int
+	DurationMS int
+}
+
+// RecordFirstSuccesses records accepted first attempts in one statement
+// (the fan-out's common case) and resets their webhooks' failure counts;
+// a delivery with an attempt recorded already is left alone.
+func RecordFirstSuccesses(ctx context.Context, db DBTX, ok []FirstAttemptSuccess) error {
+	if len(ok) == 0 {
+		return nil
+	}
+	ids, codes, ms := make([]uuid.UUID, len(ok)), make([]int32, len(ok)), make([]int32, len(ok))
+	for i, o := range ok {
+		ids[i], codes[i], ms[i] = o.DeliveryID, int32(o.StatusCode), int32(o.DurationMS)
+	}
+	_, err := db.Exec(ctx, `
+WITH d AS (
+  UPDATE webhook_deliveries AS wd
+     SET attempt = 1, status_code = v.code, success = true, error = NULL, duration_ms = v.ms, status = 'succeeded', updated_at = now()
+    FROM unnest($1::uuid[], $2::int[], $3::int[]) AS v(id, code, ms)
+   WHERE wd.id = v.id AND wd.attempt < 1
+  RETURNING wd.webhook_id
+)
+UPDATE end_user_webhooks SET consecutive_failures = 0, updated_at = now()
+ WHERE id IN (SELECT webhook_id FROM d) AND consecutive_failures <> 0`, ids, codes, ms)
+	return mapErr(err)
+}

@@ -82,10 +82,10 @@ func (t TemporalEmbed) ExchangeOAuthCode(ctx context.Context, in embed.ExchangeI
 // StartDeliveryRetries implements embed.RedeliveryRuns: the
 // WebhookDelivery run webhook-delivery/<deliveryId> (a running one is
 // joined).
-func (t TemporalEmbed) StartDeliveryRetries(ctx context.Context, orgID, deliveryID uuid.UUID) error {
+func (t TemporalEmbed) StartDeliveryRetries(ctx context.Context, orgID, deliveryID uuid.UUID, firstAttempt int) error {
 	opts := StartOptions(workflows.WebhookDeliveryWorkflowID(deliveryID.String()), t.TaskQueue, orgID.String(),
 		map[string]any{"deliveryId": deliveryID.String()})
-	_, err := t.Client.ExecuteWorkflow(ctx, opts, workflows.WebhookDelivery, workflows.WebhookDeliveryInput{OrganizationID: orgID, DeliveryID: deliveryID, Schedule: t.Schedule})
+	_, err := t.Client.ExecuteWorkflow(ctx, opts, workflows.WebhookDelivery, workflows.WebhookDeliveryInput{OrganizationID: orgID, DeliveryID: deliveryID, Schedule: t.Schedule, FirstAttempt: firstAttempt})
 	return Unavailable(ctx, err)
 }
 

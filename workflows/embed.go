@@ -37,6 +37,10 @@ type WebhookDeliveryInput struct {
 	// Schedule are the waits before attempts 2, 3, ... (nil:
 	// embed.RetrySchedule); fixed at the start, so a run keeps its own.
 	Schedule []time.Duration `json:"schedule,omitempty"`
+	// FirstAttempt is the first attempt this run makes: 2 (default) after
+	// a failed first attempt, 1 (at once) when the first attempt was
+	// abandoned unanswered.
+	FirstAttempt int `json:"firstAttempt,omitempty"`
 }
 
 // WebhookDeliveryResult is how the delivery ended.
@@ -54,8 +58,8 @@ var deliveryAttemptOptions = workflow.ActivityOptions{
 		MaximumAttempts: 10, NonRetryableErrorTypes: []string{activities.ErrTypeEmbedRefused}},
 }
 
-// WebhookDelivery retries a delivery on embed.RetrySchedule (attempts 2
-// to 7) until it succeeds, the receiver answers 410, the webhook is
+// WebhookDelivery makes the attempts of a delivery from FirstAttempt on,
+// attempt n ≥ 2 after embed.RetrySchedule[n-2] (attempts 2 to 7), until it succeeds, the receiver answers 410, the webhook is
 // disabled or deleted, or the schedule ends.
 func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeliveryResult, error) {
 	var a *activities.EmbedActivities
@@ -64,14 +68,20 @@ func WebhookDelivery(ctx workflow.Context, in WebhookDeliveryInput) (WebhookDeli
 	if len(schedule) == 0 {
 		schedule = embed.RetrySchedule
 	}
-	for i, wait := range schedule {
-		attempt := i + 2
-		if err := workflow.Sleep(ctx, wait); err != nil {
-			return WebhookDeliveryResult{Attempts: attempt - 1}, err
+	first := in.FirstAttempt
+	if first < 1 {
+		first = 2
+	}
+	last := len(schedule) + 1
+	for attempt := first; attempt <= last; attempt++ {
+		if attempt >= 2 {
+			if err := workflow.Sleep(ctx, schedule[attempt-2]); err != nil {
+				return WebhookDeliveryResult{Attempts: attempt - 1}, err
+			}
 		}
 		var res embed.AttemptResult
 		err := workflow.ExecuteActivity(actx, a.AttemptDelivery, embed.AttemptInput{
-			OrganizationID: in.OrganizationID, DeliveryID: in.DeliveryID, Attempt: attempt, Final: i == len(schedule)-1}).Get(ctx, &res)
+			OrganizationID: in.OrganizationID, DeliveryID: in.DeliveryID, Attempt: attempt, Final: attempt == last}).Get(ctx, &res)
 		if err != nil {
 			return WebhookDeliveryResult{Attempts: attempt}, err
 		}

@@ -19,6 +19,10 @@ var ea *activities.EmbedActivities
 // deliveryEnv runs WebhookDelivery with the activity answering from
 // answers (one per attempt) and records when each attempt ran.
 func runDelivery(t *testing.T, answers []embed.AttemptResult) ([]time.Duration, WebhookDeliveryResult) {
+	return runDeliveryFrom(t, 2, answers)
+}
+
+func runDeliveryFrom(t *testing.T, first int, answers []embed.AttemptResult) ([]time.Duration, WebhookDeliveryResult) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -32,14 +36,14 @@ func runDelivery(t *testing.T, answers []embed.AttemptResult) ([]time.Duration, 
 			attempts = append(attempts, in.Attempt)
 			return answers[len(at)-1], nil
 		})
-	in := WebhookDeliveryInput{OrganizationID: uuid.New(), DeliveryID: uuid.New()}
+	in := WebhookDeliveryInput{OrganizationID: uuid.New(), DeliveryID: uuid.New(), FirstAttempt: first}
 	env.ExecuteWorkflow(WebhookDelivery, in)
 	require.True(t, env.IsWorkflowCompleted())
 	require.NoError(t, env.GetWorkflowError())
 	var res WebhookDeliveryResult
 	require.NoError(t, env.GetWorkflowResult(&res))
 	for i, n := range attempts {
-		require.Equal(t, i+2, n, "attempts are numbered from 2 (the fan-out made the first)")
+		require.Equal(t, i+first, n, "attempts are numbered from the first this run makes")
 	}
 	return at, res
 }
@@ -88,4 +92,15 @@ func TestEmbedOutboxWaitsWhenEmptyAndContinuesAsNew(t *testing.T) {
 	require.True(t, env.IsWorkflowCompleted())
 	require.Error(t, env.GetWorkflowError(), "continues as new")
 	require.Equal(t, outboxRounds, calls)
+}
+
+// A first attempt the fan-out abandoned (a receiver slower than its
+// budget) is made again at once by the workflow, then retried.
+func TestWebhookDeliveryFromAnAbandonedFirstAttempt(t *testing.T) {
+	at, res := runDeliveryFrom(t, 1, []embed.AttemptResult{{}, {Success: true, Stop: true}})
+	require.Len(t, at, 2)
+	require.Less(t, at[0], time.Second, "attempt 1 at once")
+	require.InDelta(t, (5 * time.Second).Seconds(), at[1].Seconds(), 1)
+	require.True(t, res.Success)
+	require.Equal(t, 2, res.Attempts)
 }
