@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,6 +25,9 @@ import (
 //	                      to OTEL_EXPORTER_OTLP_ENDPOINT, or, unset, to a
 //	                      loopback sink that reads and drops each batch
 //	FOS_BENCH_METRICS=1   the HTTP request metrics
+//	FOS_BENCH_CONNS=N     both paths' pools hold N connections (default:
+//	                      the test pool's 40; less on a shared server
+//	                      with a connection limit)
 //
 // Unset: off, as the service runs without OTEL_EXPORTER_OTLP_ENDPOINT and
 // FOS_METRICS_ADDR.
@@ -32,29 +36,40 @@ func benchTelemetry(b *testing.B) func(*Deps) {
 		if os.Getenv("FOS_BENCH_METRICS") == "1" {
 			d.HTTPMetrics = telemetry.NewMetrics().HTTP()
 		}
-		if os.Getenv("FOS_BENCH_TRACING") != "1" {
+		conns := d.Store.Pool.Config().MaxConns
+		if n, err := strconv.Atoi(os.Getenv("FOS_BENCH_CONNS")); err == nil && n > 0 {
+			conns = int32(n)
+		}
+		tr := &telemetry.Tracing{}
+		if os.Getenv("FOS_BENCH_TRACING") == "1" {
+			tr = benchTracing(b)
+		}
+		if !tr.Enabled() && conns == d.Store.Pool.Config().MaxConns {
 			return
 		}
-		ctx := context.Background()
-		var opts []otlptracehttp.Option
-		if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
-			sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				w.WriteHeader(http.StatusOK)
-			}))
-			b.Cleanup(sink.Close)
-			opts = append(opts, otlptracehttp.WithEndpointURL(sink.URL+"/v1/traces"))
-		}
-		exp, err := otlptracehttp.New(ctx, opts...)
-		require.NoError(b, err)
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-		tr := telemetry.NewTracing(tp)
-		b.Cleanup(func() { _ = tr.Shutdown() })
-		conns := d.Store.Pool.Config().MaxConns
-		st, err := store.Open(ctx, d.Store.Pool.Config().ConnString(), store.WithQueryTracer(tr.QueryTracer()),
+		st, err := store.Open(context.Background(), d.Store.Pool.Config().ConnString(), store.WithQueryTracer(tr.QueryTracer()),
 			func(c *pgxpool.Config) { c.MaxConns = conns })
 		require.NoError(b, err)
 		b.Cleanup(st.Close)
 		d.Store, d.Tracing = st, tr
 	}
+}
+
+// benchTracing exports over OTLP to OTEL_EXPORTER_OTLP_ENDPOINT or, unset,
+// to a loopback sink that reads and drops each batch.
+func benchTracing(b *testing.B) *telemetry.Tracing {
+	var opts []otlptracehttp.Option
+	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" {
+		sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusOK)
+		}))
+		b.Cleanup(sink.Close)
+		opts = append(opts, otlptracehttp.WithEndpointURL(sink.URL+"/v1/traces"))
+	}
+	exp, err := otlptracehttp.New(context.Background(), opts...)
+	require.NoError(b, err)
+	tr := telemetry.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp)))
+	b.Cleanup(func() { _ = tr.Shutdown() })
+	return tr
 }

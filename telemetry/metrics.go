@@ -79,16 +79,18 @@ type Backlog struct {
 }
 
 // Backlogs are every backlog, in one place: a new queue is one more line.
-// Each count runs on an index of the rows waiting.
+// Each count should run on a (partial) index of the rows waiting.
 var Backlogs = []Backlog{
-	// Verified platform events not relayed or not processed yet.
-	{Name: "inbound_webhook_events_waiting", SQL: `SELECT count(*) FROM webhook_events WHERE status IN ('received', 'processing')`},
+	// Verified platform events waiting for their InboundWebhook run (the
+	// relay's queue, webhook_events_relay_idx).
+	{Name: "inbound_webhook_events_waiting", SQL: `SELECT count(*) FROM webhook_events WHERE status = 'received'`},
 	// Orders a dispatcher assigned that no run has picked up yet.
 	{Name: "dispatch_assignments_pending", SQL: `SELECT count(*) FROM dispatch_assignments WHERE status = 'pending'`},
 	// Bulk operations running.
 	{Name: "operations_executing", SQL: `SELECT count(*) FROM operations WHERE status = 'executing'`},
 	// End-user webhook deliveries whose last attempt failed and that will
-	// be tried again.
+	// be tried again (wants a partial index on status = 'retrying' once
+	// the table is large).
 	{Name: "webhook_deliveries_failing", SQL: `SELECT count(*) FROM webhook_deliveries WHERE status = 'retrying'`},
 }
 

@@ -177,6 +177,12 @@ func printBanner(cfg config.Config, uiAddr string, demo *seedResult) {
 	fmt.Fprintf(&b, "  Temporal     %s (namespace %s, task queues %s and %s)\n", cfg.TemporalAddress, cfg.TemporalNamespace, cfg.TaskQueue, cfg.Temporal.BulkTaskQueue)
 	fmt.Fprintf(&b, "  Mailbox      %s/dev/mailbox?to=<e-mail>\n", cfg.BaseURL)
 	fmt.Fprintf(&b, "  Sandbox      %s\n", cfg.SandboxURL)
+	if cfg.Temporal.MetricsAddr != "" {
+		fmt.Fprintf(&b, "  Metrics      http://%s/metrics\n", cfg.Temporal.MetricsAddr)
+	}
+	if e := os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); e != "" {
+		fmt.Fprintf(&b, "  Traces       OTLP to %s\n", e)
+	}
 	if demo != nil {
 		fmt.Fprintf(&b, "\n  Demo organization  %s (%s)\n", demo.OrgName, demo.OrgID)
 		fmt.Fprintf(&b, "  Owner login        %s / %s\n", demo.Email, demo.Password)
