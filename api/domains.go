@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/agent"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/worker"
 )
@@ -10,6 +11,7 @@ import (
 // activities, operation execution and the agent's tools.
 type domains struct {
 	shipping *shipping.Service
+	agent    *agent.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -21,5 +23,10 @@ func newDomains(d Deps, s *Server) domains {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
-	return domains{shipping: shipping.New(sd)}
+	ag, err := worker.NewAgentService(worker.AgentDeps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Hooks: s.orderHooks,
+		Logger: d.Logger, BaseURL: d.BaseURL, Temporal: d.Temporal, TaskQueue: d.TaskQueue, Provider: d.LLM, Config: d.Agent})
+	if err != nil {
+		panic("agent tools: " + err.Error()) // the tools' schemas are constants
+	}
+	return domains{shipping: shipping.New(sd), agent: ag}
 }

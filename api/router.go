@@ -14,6 +14,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/agent/llm"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
@@ -74,6 +76,9 @@ type Deps struct {
 	// Platforms are the bridge types' connectors (the worker's); a bridge
 	// config is checked against its connector's rules (nil: not checked).
 	Platforms *platforms.Registry
+	// LLM is the agent's model (nil: none) and Agent its settings.
+	LLM   llm.Provider
+	Agent agent.Config
 }
 
 // Server holds the handlers' dependencies.
@@ -190,6 +195,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountSplitRules(r)
 			s.mountDispatchers(r)
 			s.mountTransformations(r)
+			s.mountAgent(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.

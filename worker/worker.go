@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/agent/llm"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/rules"
@@ -43,6 +45,10 @@ type Deps struct {
 	// BulkTaskQueue is where bulk work (rate comparisons) is started, as
 	// the API starts it (empty: TaskQueue).
 	BulkTaskQueue string
+	// LLM is the agent's model (FOS_LLM_PROVIDER; nil: none) and Agent
+	// its settings (approval TTL, turn budget).
+	LLM   llm.Provider
+	Agent agent.Config
 }
 
 // New returns a worker on taskQueue with every workflow and activity
@@ -79,6 +85,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerWebhooks(r, deps)
 	registerSchedules(r, deps)
 	registerDispatch(r, deps)
+	registerAgent(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries

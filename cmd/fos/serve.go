@@ -131,6 +131,8 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		AllowPrivateURLs: svc.cfg.AllowPrivateURLs,
 		Limits:           svc.cfg.Limits,
 		IdempotencyLease: svc.cfg.IdempotencyLease,
+		LLM:              svc.agentModel(),
+		Agent:            svc.agentConfig(),
 	}
 }
 

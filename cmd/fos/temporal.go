@@ -162,6 +162,8 @@ func newWorkers(svc *services) *workers {
 		Logger:    svc.log,
 		// The reconciler restarts bulk work where the API starts it.
 		BulkTaskQueue: svc.cfg.Temporal.BulkTaskQueue,
+		LLM:           svc.agentModel(),
+		Agent:         svc.agentConfig(),
 	}
 	t := svc.cfg.Temporal
 	for _, q := range []struct {

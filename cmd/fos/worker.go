@@ -67,6 +67,9 @@ func ensureSchedules(ctx context.Context, svc *services) error {
 	if err := worker.EnsureMaintenanceSchedule(ctx, svc.temporal, svc.cfg.TaskQueue); err != nil {
 		return fmt.Errorf("maintenance schedule: %w", err)
 	}
+	if err := worker.EnsureAgentReconcileSchedule(ctx, svc.temporal, svc.cfg.TaskQueue); err != nil {
+		return fmt.Errorf("agent reconcile schedule: %w", err)
+	}
 	return nil
 }
 
