@@ -559,3 +559,33 @@ func TestMemoryIsGivenToTheModel(t *testing.T) {
 	require.Contains(t, f.model.last.System, "extra padding")
 	require.NotContains(t, f.model.last.System, "c@example.com", "order data stays out of the system prompt")
 }
+
+func TestReconcileSettlesWhatNoWorkflowWillSettle(t *testing.T) {
+	f := newFixture(t, agent.Config{})
+	conv := f.conversation()
+	r := f.run(conv)
+	r.chat(0, "add note a to order "+f.order.String())
+	// The run goes away with the action pending (terminated, lost).
+	r.env.RegisterDelayedCallback(func() { r.env.CancelWorkflow() }, time.Minute)
+	r.env.ExecuteWorkflow(workflows.AgentConversationWorkflowType, r.in)
+	ctx := context.Background()
+	stuck := f.conversation()
+	require.NoError(t, f.svc.BeginTurn(ctx, f.org, stuck, uuid.New(), "hello"))
+
+	res, err := f.svc.Reconcile(ctx, 100)
+	require.NoError(t, err)
+	require.Zero(t, res.Expired, "nothing is overdue yet")
+
+	_, err = f.st.Pool.Exec(ctx, `UPDATE agent_pending_actions SET expires_at = now() - interval '2 minutes' WHERE conversation_id = $1`, conv)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `UPDATE agent_conversations SET turn_started_at = now() - interval '2 hours' WHERE id = $1`, stuck)
+	require.NoError(t, err)
+	res, err = f.svc.Reconcile(ctx, 100)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, res.Expired, 1)
+	require.GreaterOrEqual(t, res.FailedTurns, 1)
+	require.Equal(t, agent.ActionExpired, f.actions(conv)[0].Status)
+	c, err := store.AgentConversationByID(ctx, f.st.Pool, f.org, stuck)
+	require.NoError(t, err)
+	require.Equal(t, "failed", c.TurnStatus)
+}
