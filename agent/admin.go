@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/rules/cond"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -243,11 +244,14 @@ func (s *Service) checkStanding(in StandingOrderInput, create bool) (domain.Fiel
 		v.Add("priority", "must be from -1000 to 1000")
 	}
 	if len(in.Conditions) > 0 {
-		var conds []map[string]any
-		if json.Unmarshal(in.Conditions, &conds) != nil {
+		// Simple conditions of the condition engine, on the event's object.
+		doc, err := cond.DecodeDoc(in.Conditions)
+		if err != nil {
 			v.Add("conditions", "must be an array of conditions")
-		} else if len(conds) > 50 {
-			v.Add("conditions", "must hold at most 50 conditions")
+		} else if _, errs := cond.Decode(doc, "conditions", 0, 50); len(errs) > 0 {
+			for _, e := range errs {
+				v.Add(e.Field, e.Message)
+			}
 		}
 	}
 	var actions []StandingAction

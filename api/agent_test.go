@@ -267,6 +267,7 @@ func TestAgentSettingsEndpoints(t *testing.T) {
 	require.Equal(t, true, low["is_active"])
 	require.Equal(t, []any{}, low["conditions"])
 	res = e.do(owner.caller, "POST", "/api/v1/agent/standing-orders", map[string]any{"name": "High", "naturalLanguage": "hold exceptions",
+		"conditions":  []any{map[string]any{"field": "status", "operator": "equals", "value": "exception"}},
 		"triggerType": "on_tracking_exception", "priority": 5, "actions": []any{map[string]any{"tool": "shipment_action", "input": map[string]any{"action_type": "hold"}}}})
 	require.Equal(t, 201, res.Code, "%s", res.Raw)
 	high := res.data()
@@ -279,11 +280,12 @@ func TestAgentSettingsEndpoints(t *testing.T) {
 	require.Equal(t, false, res.data()["is_active"])
 	require.Equal(t, low["id"], e.do(owner.caller, "GET", "/api/v1/agent/standing-orders", nil).list()[0]["id"])
 	for name, body := range map[string]any{
-		"no name":      map[string]any{"naturalLanguage": "x"},
-		"no text":      map[string]any{"name": "x"},
-		"bad trigger":  map[string]any{"name": "x", "naturalLanguage": "x", "triggerType": "hourly"},
-		"unknown tool": map[string]any{"name": "x", "naturalLanguage": "x", "actions": []any{map[string]any{"tool": "rm_rf"}}},
-		"huge name":    map[string]any{"name": strings.Repeat("n", 300), "naturalLanguage": "x"},
+		"no name":       map[string]any{"naturalLanguage": "x"},
+		"no text":       map[string]any{"name": "x"},
+		"bad trigger":   map[string]any{"name": "x", "naturalLanguage": "x", "triggerType": "hourly"},
+		"unknown tool":  map[string]any{"name": "x", "naturalLanguage": "x", "actions": []any{map[string]any{"tool": "rm_rf"}}},
+		"huge name":     map[string]any{"name": strings.Repeat("n", 300), "naturalLanguage": "x"},
+		"bad condition": map[string]any{"name": "x", "naturalLanguage": "x", "conditions": []any{map[string]any{"field": "total", "operator": "resembles", "value": 1}}},
 	} {
 		res = e.do(owner.caller, "POST", "/api/v1/agent/standing-orders", body)
 		require.Equal(t, 400, res.Code, "%s: %s", name, res.Raw)
