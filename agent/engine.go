@@ -137,11 +137,19 @@ func (s *Service) ModelStep(ctx context.Context, orgID, convID, turnID uuid.UUID
 	if err != nil {
 		return StepResult{}, err
 	}
-	mctx, cancel := context.WithTimeout(ctx, s.cfg.ModelTimeout)
-	defer cancel()
-	resp, err := s.provider.Complete(mctx, llm.Request{System: system, Messages: history(msgs, calls), Tools: specs, MaxTokens: 1024})
+	var resp llm.Response
+	standing, err := s.standingActions(ctx, c, step, len(msgs))
 	if err != nil {
 		return StepResult{}, err
+	}
+	if len(standing) > 0 {
+		resp = llm.Response{Text: "Proposing the standing order's actions.", ToolCalls: standing}
+	} else {
+		mctx, cancel := context.WithTimeout(ctx, s.cfg.ModelTimeout)
+		defer cancel()
+		if resp, err = s.provider.Complete(mctx, llm.Request{System: system, Messages: history(msgs, calls), Tools: specs, MaxTokens: 1024}); err != nil {
+			return StepResult{}, err
+		}
 	}
 	in, out := resp.InputTokens, resp.OutputTokens
 	rows := make([]store.AgentToolCall, 0, len(resp.ToolCalls))

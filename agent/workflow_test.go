@@ -589,3 +589,62 @@ func TestReconcileSettlesWhatNoWorkflowWillSettle(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "failed", c.TurnStatus)
 }
+
+// recordingRuns records the turns the Service sends to workflows.
+type recordingRuns struct {
+	turns []agent.Turn
+	convs []uuid.UUID
+}
+
+func (r *recordingRuns) Chat(ctx context.Context, orgID, convID uuid.UUID, t agent.Turn) (agent.TurnOutcome, error) {
+	r.turns, r.convs = append(r.turns, t), append(r.convs, convID)
+	return agent.TurnOutcome{Status: agent.StatusProcessing}, nil
+}
+
+func (r *recordingRuns) Decide(ctx context.Context, orgID, convID uuid.UUID, d agent.Decision) (agent.DecisionOutcome, error) {
+	return agent.DecisionOutcome{}, nil
+}
+
+func TestStandingOrdersRunOncePerEventThroughApproval(t *testing.T) {
+	f := newFixture(t, agent.Config{})
+	runs := &recordingRuns{}
+	tools, err := agent.NewTools(agent.StoreOrders{Store: f.st}, f.ship, agent.StoreAccounts{Store: f.st}, agent.StoreMemory{Store: f.st})
+	require.NoError(t, err)
+	svc := agent.New(agent.Deps{Store: f.st, Provider: f.model, Tools: tools, Runs: runs})
+	ctx := context.Background()
+	name, text, trig := "Note big orders", "add a note to big orders", "on_order_created"
+	actions := json.RawMessage(`[{"tool": "add_order_note", "input": {"order_id": "` + f.order.String() + `", "note": "big order"}}]`)
+	_, err = svc.CreateStandingOrder(ctx, f.caller, agent.StandingOrderInput{Name: &name, NaturalLanguage: &text, TriggerType: &trig,
+		Conditions: json.RawMessage(`[{"field": "total", "operator": "greater_than", "value": 5}]`), Actions: actions})
+	require.NoError(t, err)
+
+	small := json.RawMessage(`{"id": "` + f.order.String() + `", "total": 3}`)
+	got, err := svc.RunStandingOrders(ctx, f.org, trig, "order-created:small", small)
+	require.NoError(t, err)
+	require.Empty(t, got, "the conditions do not hold")
+	big := json.RawMessage(`{"id": "` + f.order.String() + `", "total": 10}`)
+	got, err = svc.RunStandingOrders(ctx, f.org, trig, "order-created:big", big)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	got2, err := svc.RunStandingOrders(ctx, f.org, trig, "order-created:big", big)
+	require.NoError(t, err)
+	require.Empty(t, got2, "an event delivered again runs once")
+	other, err := svc.RunStandingOrders(ctx, f.org, "on_shipment_created", "x", big)
+	require.NoError(t, err)
+	require.Empty(t, other)
+	require.Len(t, runs.turns, 1)
+	c, err := store.AgentConversationByID(ctx, f.st.Pool, f.org, got[0].ConversationID)
+	require.NoError(t, err)
+	require.Equal(t, name, c.Title)
+
+	// The turn in the conversation's workflow proposes the actions as
+	// tool calls: the write waits for approval.
+	r := f.run(got[0].ConversationID)
+	u := r.update(0, workflows.AgentChatUpdate, runs.turns[0])
+	r.exec()
+	require.Equal(t, agent.StatusAwaitingApproval, status(t, u))
+	list := f.actions(got[0].ConversationID)
+	require.Len(t, list, 1)
+	require.Equal(t, "add_order_note", list[0].ToolName)
+	require.Equal(t, 0, f.notes(f.order))
+}
