@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -191,4 +192,25 @@ func (a *AgentActivities) AgentExecuteAction(ctx context.Context, in AgentAction
 // AgentReconcile settles overdue pending actions and stuck turns.
 func (a *AgentActivities) AgentReconcile(ctx context.Context) (agent.ReconcileResult, error) {
 	return a.Agent.Reconcile(ctx, 500)
+}
+
+// AgentStandingOrdersInput is an event for the standing orders.
+type AgentStandingOrdersInput struct {
+	OrganizationID string `json:"organizationId"`
+	// Trigger is on_order_created, on_order_updated, on_shipment_created
+	// or on_tracking_exception; EventKey names the event (its dedupe key).
+	Trigger  string          `json:"trigger"`
+	EventKey string          `json:"eventKey"`
+	Object   json.RawMessage `json:"object"`
+}
+
+// AgentRunStandingOrders runs the standing orders of an event (for the
+// event's workflow to call; each runs once per event).
+func (a *AgentActivities) AgentRunStandingOrders(ctx context.Context, in AgentStandingOrdersInput) ([]agent.StandingRun, error) {
+	ids, err := agentIDs(in.OrganizationID)
+	if err != nil {
+		return nil, err
+	}
+	out, err := a.Agent.RunStandingOrders(ctx, ids[0], in.Trigger, in.EventKey, in.Object)
+	return out, agentErr(err)
 }
