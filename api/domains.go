@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/agent"
 	"github.com/fos-dev/fos/embed"
 	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/operations"
@@ -21,6 +22,7 @@ type domains struct {
 	insights *insights.Service
 	routing  *routing.Service
 	embed    *embed.Service
+	agent    *agent.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -40,6 +42,7 @@ func newDomains(d Deps, s *Server) domains {
 		insights:   newInsights(d),
 		routing:    routing.New(rd),
 		embed:      newEmbed(d, s),
+		agent:      newAgent(d, s),
 	}
 }
 
@@ -93,4 +96,15 @@ func newInsights(d Deps) *insights.Service {
 		ops = insights.StoreOperations{Store: d.Store}
 	}
 	return insights.New(insights.Deps{Store: d.Store, Operations: ops})
+}
+
+// newAgent builds the agent Service: its tools over the domain services,
+// its conversations on Temporal.
+func newAgent(d Deps, s *Server) *agent.Service {
+	ag, err := worker.NewAgentService(worker.AgentDeps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Hooks: s.orderHooks,
+		Logger: d.Logger, BaseURL: d.BaseURL, Temporal: d.Temporal, TaskQueue: d.TaskQueue, Provider: d.LLM, Config: d.Agent})
+	if err != nil {
+		panic("agent tools: " + err.Error()) // the tools' schemas are constants
+	}
+	return ag
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.temporal.io/sdk/client"
 
+	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/agent/llm"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/config"
@@ -91,6 +93,9 @@ type Deps struct {
 	// InsightsOperations is where the insights read operations (nil: the
 	// operations tables, insights.StoreOperations).
 	InsightsOperations insights.OperationSource
+	// LLM is the agent's model (nil: none) and Agent its settings.
+	LLM   llm.Provider
+	Agent agent.Config
 }
 
 // Server holds the handlers' dependencies.
@@ -216,6 +221,7 @@ func NewRouter(d Deps) http.Handler {
 			s.mountTransformations(r)
 			s.mountOperations(r)
 			s.mountInsights(r)
+			s.mountAgent(r)
 		})
 	})
 	// The unversioned alias of the API key endpoints.

@@ -75,7 +75,7 @@ func UpsertInsights(ctx context.Context, db DBTX, orgID uuid.UUID, list []Insigh
 	for i, in := range list {
 		ids[i], fps[i], detectors[i], cats[i], sevs[i] = in.ID, in.Fingerprint, in.Detector, in.Category, in.Severity
 		titles[i], summaries[i], confs[i], sources[i], ops[i] = in.Title, in.Summary, in.Confidence, in.Source, in.OperationID
-		metrics[i], actions[i] = jsonOr(in.Metrics, "[]"), jsonOr(in.Actions, "[]")
+		metrics[i], actions[i] = string(jsonOr(in.Metrics, "[]")), string(jsonOr(in.Actions, "[]"))
 		t, _ := json.Marshal(nonNil(in.Tags))
 		tags[i] = string(t)
 		detected[i], expires[i] = in.DetectedAt, in.ExpiresAt
@@ -112,13 +112,6 @@ SELECT s.* FROM stored s JOIN input USING (fingerprint) ORDER BY input.ord`,
 		return nil, mapErr(err)
 	}
 	return pgx.CollectRows(rows, pgx.RowToStructByName[Insight])
-}
-
-func jsonOr(raw json.RawMessage, def string) string {
-	if len(raw) == 0 {
-		return def
-	}
-	return string(raw)
 }
 
 func nonNil(s []string) []string {

@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/agent/llm"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/rules"
@@ -50,6 +52,10 @@ type Deps struct {
 	EmbedTaskQueue string
 	// Metrics counts the reconciler's repairs (nil: not counted).
 	Metrics *telemetry.Metrics
+	// LLM is the agent's model (FOS_LLM_PROVIDER; nil: none) and Agent
+	// its settings (approval TTL, turn budget).
+	LLM   llm.Provider
+	Agent agent.Config
 }
 
 // New returns a worker on taskQueue with every workflow and activity
@@ -88,6 +94,7 @@ func Register(r sdkworker.Registry, deps Deps) {
 	registerDispatch(r, deps)
 	registerOperations(r, deps)
 	registerEmbed(r, deps)
+	registerAgent(r, deps)
 }
 
 // OrganizationIDKey is the search attribute every workflow carries

@@ -135,6 +135,8 @@ func apiDeps(svc *services, mailer email.Sender) api.Deps {
 		Embed:       api.EmbedDeps{StorefrontA: storefrontAApp(svc.cfg), TaskQueue: worker.WebhookTaskQueue(svc.cfg.TaskQueue)},
 		Tracing:     svc.tel.tracingOf(),
 		HTTPMetrics: svc.tel.httpMetrics(),
+		LLM:         svc.agentModel(),
+		Agent:       svc.agentConfig(),
 	}
 }
 

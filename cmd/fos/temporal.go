@@ -166,6 +166,8 @@ func newWorkers(svc *services) *workers {
 		// The reconciler restarts bulk work where the API starts it.
 		BulkTaskQueue: svc.cfg.Temporal.BulkTaskQueue,
 		Embed:         worker.EmbedDeps{StorefrontA: storefrontAApp(svc.cfg), AllowPrivateURLs: svc.cfg.AllowPrivateURLs, BaseURL: svc.cfg.BaseURL},
+		LLM:           svc.agentModel(),
+		Agent:         svc.agentConfig(),
 	}
 	if svc.tel != nil {
 		deps.Metrics = svc.tel.metrics

@@ -71,6 +71,9 @@ func ensureSchedules(ctx context.Context, svc *services) error {
 	if err := worker.EnsureEmbedOutbox(ctx, svc.temporal, worker.WebhookTaskQueue(svc.cfg.TaskQueue)); err != nil {
 		return fmt.Errorf("embed outbox dispatcher: %w", err)
 	}
+	if err := worker.EnsureAgentReconcileSchedule(ctx, svc.temporal, svc.cfg.TaskQueue); err != nil {
+		return fmt.Errorf("agent reconcile schedule: %w", err)
+	}
 	return nil
 }
 
