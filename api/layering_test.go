@@ -23,7 +23,7 @@ const (
 var layeringAllowlist = map[string][]string{
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg}, "carrier_accounts.go": {storePkg, workflowsPkg},
-	"condition_sets.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
+	"errors.go": {storePkg}, "idempotency.go": {storePkg},
 	"locations.go": {storePkg}, "orders.go": {storePkg}, "organizations.go": {storePkg},
 	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg}, "resync.go": {storePkg, workflowsPkg},
 	"router.go": {storePkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
