@@ -28,7 +28,7 @@ var layeringAllowlist = map[string][]string{
 	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg}, "resync.go": {storePkg, workflowsPkg},
 	"router.go": {storePkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
 	"task_executions.go": {storePkg, workflowsPkg},
-	"transformations.go": {storePkg}, "webhooks.go": {storePkg},
+	"webhooks.go":        {storePkg},
 }
 
 // layeringForbidden are the packages no handler file imports: handlers

@@ -68,7 +68,11 @@ func New(d Deps) *Service {
 	if !ok {
 		h = &rules.Hooks{Store: d.Store, Log: log, Dispatcher: d.Starter}
 	}
-	return &Service{store: d.Store, log: log, hooks: h, starter: d.Starter, sandbox: d.Sandbox}
+	sb := d.Sandbox
+	if sb == nil {
+		sb = sandbox.New(sandbox.Limits{})
+	}
+	return &Service{store: d.Store, log: log, hooks: h, starter: d.Starter, sandbox: sb}
 }
 
 // Scopes of the routing resources (Part 2: split rules, condition sets and
