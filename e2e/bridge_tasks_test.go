@@ -19,14 +19,14 @@ import (
 // waitForExecution polls a task execution until it is completed or failed.
 func (s *stack) waitForExecution(key, id string) map[string]any {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(dispatchWait) // a bound against a hang, not a speed check
 	for {
 		e := data(s.mustCall(200, key, "GET", "/api/v1/task-executions/"+id, nil))
 		if st := e["status"]; st == "completed" || st == "failed" {
 			return e
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("task execution %s still %v after 30s", id, e["status"])
+			s.t.Fatalf("task execution %s still %v after %s", id, e["status"], dispatchWait)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
