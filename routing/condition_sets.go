@@ -80,19 +80,10 @@ func (in ConditionSetInput) Validate(create bool) domain.FieldErrors {
 }
 
 func (in ConditionSetInput) values(create bool) (name, desc *string, v domain.FieldErrors) {
-	if create || in.Name != nil {
-		n := strings.TrimSpace(deref(in.Name))
-		if n == "" {
-			v.Add("name", "is required")
-		} else if v.MaxLen("name", n, ConditionSetNameMax); !v.Has("name") {
-			name = &n
-		}
+	if n, ok := requiredName(&v, "name", in.Name, create, ConditionSetNameMax); ok {
+		name = &n
 	}
-	if d := strings.TrimSpace(deref(in.Description)); d != "" {
-		if v.MaxLen("description", d, ConditionSetDescMax); !v.Has("description") {
-			desc = &d
-		}
-	}
+	desc, _ = optionalText(&v, "description", in.Description, create, ConditionSetDescMax)
 	if create {
 		switch {
 		case in.ValueType == nil:

@@ -108,21 +108,11 @@ func (in TransformationInput) Validate(create bool, maxCode int) domain.FieldErr
 func (in TransformationInput) patch(create bool, maxCode int) (store.TransformationPatch, domain.FieldErrors) {
 	var p store.TransformationPatch
 	var v domain.FieldErrors
-	if create || in.Name != nil {
-		if name := strings.TrimSpace(deref(in.Name)); name == "" {
-			v.Add("name", "is required")
-		} else if v.MaxLen("name", name, TransformationNameMax); !v.Has("name") {
-			p.Name = &name
-		}
+	if name, ok := requiredName(&v, "name", in.Name, create, TransformationNameMax); ok {
+		p.Name = &name
 	}
-	if create || in.Description != nil {
-		if desc := strings.TrimSpace(deref(in.Description)); desc != "" {
-			if v.MaxLen("description", desc, TransformationDescMax); !v.Has("description") {
-				p.Description = &desc
-			}
-		} else {
-			p.ClearDesc = true
-		}
+	if desc, ok := optionalText(&v, "description", in.Description, create, TransformationDescMax); ok {
+		p.Description, p.ClearDesc = desc, desc == nil
 	}
 	if create || in.TriggerPoint != nil {
 		switch {
@@ -147,12 +137,8 @@ func (in TransformationInput) patch(create bool, maxCode int) (store.Transformat
 		}
 	}
 	p.IsActive = in.IsActive
-	if in.Priority != nil {
-		if *in.Priority < 0 || *in.Priority > TransformationPrioMax {
-			v.Add("priority", fmt.Sprintf("must be between 0 and %d", TransformationPrioMax))
-		} else {
-			p.Priority = in.Priority
-		}
+	if prio, ok := priority(&v, in.Priority, TransformationPrioMax); ok {
+		p.Priority = &prio
 	}
 	return p, v
 }
