@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/locations"
 	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/shipping"
@@ -11,8 +12,9 @@ import (
 // encode): the business operations live there, shared with the
 // activities, operation execution and the agent's tools.
 type domains struct {
-	shipping *shipping.Service
-	routing  *routing.Service
+	shipping  *shipping.Service
+	routing   *routing.Service
+	locations *locations.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -25,7 +27,7 @@ func newDomains(d Deps, s *Server) domains {
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 	}
 	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
-	return domains{shipping: shipping.New(sd), routing: routing.New(rd)}
+	return domains{shipping: shipping.New(sd), routing: routing.New(rd), locations: locations.New(d.Store)}
 }
 
 // dispatchStarter starts DispatchAssignment runs on the bulk task queue

@@ -24,7 +24,7 @@ var layeringAllowlist = map[string][]string{
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg}, "carrier_accounts.go": {storePkg, workflowsPkg},
 	"errors.go": {storePkg}, "idempotency.go": {storePkg},
-	"locations.go": {storePkg}, "orders.go": {storePkg}, "organizations.go": {storePkg},
+	"orders.go": {storePkg}, "organizations.go": {storePkg},
 	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg}, "resync.go": {storePkg, workflowsPkg},
 	"router.go": {storePkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
 	"task_executions.go": {storePkg, workflowsPkg},
