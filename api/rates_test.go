@@ -379,11 +379,14 @@ func TestRatesCarrierFailures(t *testing.T) {
 	require.NoError(t, err)
 	res = e.do(owner.caller, "POST", "/api/v1/rates", rateTestBody())
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	found := 0
 	for _, x := range res.Body["errors"].([]any) {
 		if m := x.(map[string]any); m["carrierAccountId"] == badC {
+			found++
 			require.Equal(t, "credentials_unreadable", m["code"])
 		}
 	}
+	require.Equal(t, 1, found, "the account whose credentials cannot be opened is listed as failed, not dropped: %s", res.Raw)
 }
 
 // rateDelay delays the sandbox's answers for one carrier's paths.
