@@ -4,6 +4,7 @@ import (
 	"github.com/fos-dev/fos/agent"
 	"github.com/fos-dev/fos/embed"
 	"github.com/fos-dev/fos/insights"
+	"github.com/fos-dev/fos/locations"
 	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
@@ -19,10 +20,11 @@ type domains struct {
 	operations *operations.Service
 	// insights reads operations from the operations area's tables
 	// (insights.StoreOperations).
-	insights *insights.Service
-	routing  *routing.Service
-	embed    *embed.Service
-	agent    *agent.Service
+	insights  *insights.Service
+	routing   *routing.Service
+	embed     *embed.Service
+	agent     *agent.Service
+	locations *locations.Service
 }
 
 // newDomains builds the domain services over the API's dependencies, with
@@ -43,6 +45,7 @@ func newDomains(d Deps, s *Server) domains {
 		routing:    routing.New(rd),
 		embed:      newEmbed(d, s),
 		agent:      newAgent(d, s),
+		locations:  locations.New(d.Store),
 	}
 }
 

@@ -43,6 +43,43 @@ func TestIdempotencyKeyIsScopedToTheCaller(t *testing.T) {
 	require.Zero(t, stored, "no API key secret is kept in idempotency records")
 
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/orders", order("idem-2"), "Idempotency-Key", "bad\x7fkey"), 400, "validation_error")
+
+	// Two API keys of one organization: a read-only key never gets the
+	// writing key's stored 201 (the key is scoped to the caller, not only to
+	// the kind of caller).
+	writer := e.apiKey(owner, "orders:read", "orders:write")
+	wrote := e.do(writer, "POST", "/api/v1/orders", order("idem-3"), "Idempotency-Key", "two-keys")
+	require.Equal(t, 201, wrote.Code, "%s", wrote.Raw)
+	res = e.do(reader, "POST", "/api/v1/orders", order("idem-3"), "Idempotency-Key", "two-keys")
+	requireError(t, res, 403, "insufficient_scope")
+	require.Empty(t, res.Header.Get("Idempotent-Replayed"))
+	replayed := e.do(writer, "POST", "/api/v1/orders", order("idem-3"), "Idempotency-Key", "two-keys")
+	require.Equal(t, 201, replayed.Code)
+	require.Equal(t, "true", replayed.Header.Get("Idempotent-Replayed"), "the same key replays its own answer")
+}
+
+// A first request that fails with a 5xx releases its Idempotency-Key: the
+// repeat runs again instead of replaying the stored failure.
+func TestIdempotencyKeyReleasedAfterServerError(t *testing.T) {
+	e := newEnv(t)
+	owner := e.signup()
+	bridge := e.bridgeStorefrontA(owner.caller, "shop", "tok")["id"]
+	order := e.do(owner.caller, "POST", "/api/v1/orders", map[string]any{
+		"bridge_id": bridge, "external_id": "rel-1", "status": "pending",
+		"customer":   map[string]any{"email": "b@example.com"},
+		"line_items": []map[string]any{{"sku": "S", "name": "N", "quantity": 1, "unitPrice": 1, "totalPrice": 1, "requiresShipping": true, "taxable": true}},
+		"totals":     map[string]any{"subtotal": 1, "shipping": 0, "tax": 0, "discount": 0, "total": 1},
+	})
+	require.Equal(t, 201, order.Code, "%s", order.Raw)
+	path := "/api/v1/orders/" + order.data()["id"].(string) + "/resync"
+	first := e.do(owner.caller, "POST", path, nil, "Idempotency-Key", "fails")
+	require.GreaterOrEqual(t, first.Code, 500, "without Temporal a resync cannot start: %s", first.Raw)
+	var kept int
+	require.NoError(t, e.deps.Store.Pool.QueryRow(t.Context(), `SELECT count(*) FROM idempotency_keys WHERE key LIKE '%:fails'`).Scan(&kept))
+	require.Zero(t, kept, "a 5xx answer is not kept")
+	again := e.do(owner.caller, "POST", path, nil, "Idempotency-Key", "fails")
+	require.Equal(t, first.Code, again.Code)
+	require.Empty(t, again.Header.Get("Idempotent-Replayed"), "the repeat ran again")
 }
 
 func TestBadCharactersAreClientErrors(t *testing.T) {

@@ -23,12 +23,12 @@ const (
 var layeringAllowlist = map[string][]string{
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg}, "carrier_accounts.go": {storePkg, workflowsPkg},
-	"condition_sets.go": {storePkg}, "embed.go": {storePkg}, "embed_widget.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
-	"locations.go": {storePkg}, "orders.go": {storePkg}, "organizations.go": {storePkg},
+	"embed.go": {storePkg}, "embed_widget.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
+	"orders.go": {storePkg}, "organizations.go": {storePkg},
 	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg}, "resync.go": {storePkg, workflowsPkg},
 	"router.go": {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
 	"task_executions.go": {storePkg, workflowsPkg},
-	"transformations.go": {storePkg}, "webhooks.go": {storePkg},
+	"webhooks.go":        {storePkg},
 }
 
 // layeringForbidden are the packages no handler file imports: handlers

@@ -7,7 +7,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/locations"
 )
 
 // mountLocations registers the location endpoints (spec Part 1, Locations);
@@ -24,10 +24,6 @@ func (s *Server) mountLocations(r chi.Router) {
 	write.Post("/locations/sync/{bridgeId}", s.h(s.syncLocations))
 }
 
-// locationMaxLen bounds every location text field (the specification
-// gives none).
-const locationMaxLen = 255
-
 // locationJSON is the Location resource (camelCase); every field present.
 type locationJSON struct {
 	ID         uuid.UUID  `json:"id"`
@@ -43,15 +39,12 @@ type locationJSON struct {
 	UpdatedAt  time.Time  `json:"updatedAt"`
 }
 
-func toLocationJSON(l store.Location) locationJSON {
+func toLocationJSON(l locations.Location) locationJSON {
 	return locationJSON{
 		ID: l.ID, Name: l.Name, Street: l.Street, City: l.City, Province: l.Province, Zip: l.Zip, Country: l.Country,
 		BridgeID: l.BridgeID, ExternalID: l.ExternalID, CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt,
 	}
 }
-
-// locationTextFields are the optional text fields of create and update.
-var locationTextFields = []string{"street", "city", "province", "zip", "country"}
 
 func (s *Server) listLocations(w http.ResponseWriter, r *http.Request) error {
 	var details fieldErrors
@@ -62,42 +55,63 @@ func (s *Server) listLocations(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	list, total, err := store.ListLocations(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, store.LocationFilter{
-		BridgeID: bridgeID, Limit: p.Limit, Offset: p.Offset(),
-	})
+	page, err := s.locations.List(r.Context(), actorOf(r), bridgeID, p.Limit, p.Offset())
 	if err != nil {
 		return err
 	}
-	writeList(w, mapSlice(list, toLocationJSON), p, total)
+	writeList(w, mapSlice(page.Items, toLocationJSON), p, page.Total)
 	return nil
 }
 
 func (s *Server) getLocation(w http.ResponseWriter, r *http.Request) error {
-	return writeByID(s, w, r, "location", store.LocationByID, toLocationJSON)
-}
-
-func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) error {
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	l := store.Location{ID: uuid.New(), OrganizationID: mustPrincipal(r).OrganizationID}
-	l.Name = deref(f.str("name", true, locationMaxLen))
-	l.Street = f.str("street", false, locationMaxLen)
-	l.City = f.str("city", false, locationMaxLen)
-	l.Province = f.str("province", false, locationMaxLen)
-	l.Zip = f.str("zip", false, locationMaxLen)
-	l.Country = f.str("country", false, locationMaxLen)
-	if err := v.err(); err != nil {
-		return err
-	}
-	out, err := store.CreateLocation(r.Context(), s.store.Pool, l)
+	id, err := pathID(r, "id", "location")
 	if err != nil {
 		return err
 	}
-	writeData(w, http.StatusCreated, toLocationJSON(out))
+	l, err := s.locations.Get(r.Context(), actorOf(r), id)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toLocationJSON(l))
+	return nil
+}
+
+var locationBodyFields = []string{"name", "street", "city", "province", "zip", "country"}
+
+// decodeLocation reads a create (every field) or update (the fields sent:
+// null or "" clears one, name cannot be) body; the domain checks values.
+func decodeLocation(r *http.Request, create bool) (locations.Input, error) {
+	var body jsonBody
+	if err := decodeJSON(r, &body); err != nil {
+		return locations.Input{}, err
+	}
+	v := &validator{}
+	f := bodyFields{v: v, m: body}
+	var in locations.Input
+	for _, fd := range []struct {
+		key string
+		dst **string
+	}{{"name", &in.Name}, {"street", &in.Street}, {"city", &in.City}, {"province", &in.Province}, {"zip", &in.Zip}, {"country", &in.Country}} {
+		if _, sent := body[fd.key]; sent || create {
+			*fd.dst = f.rawText(fd.key)
+		}
+	}
+	if v.ok() {
+		return in, nil
+	}
+	return in, validation(v, in.Validate(create), locationBodyFields...)
+}
+
+func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) error {
+	in, err := decodeLocation(r, true)
+	if err != nil {
+		return err
+	}
+	l, err := s.locations.Create(r.Context(), actorOf(r), in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, toLocationJSON(l))
 	return nil
 }
 
@@ -108,32 +122,15 @@ func (s *Server) updateLocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	var patch store.LocationPatch
-	if _, sent := body["name"]; sent {
-		patch.Name = f.str("name", true, locationMaxLen)
-	}
-	fields := map[string]*store.LocationField{
-		"street": &patch.Street, "city": &patch.City, "province": &patch.Province, "zip": &patch.Zip, "country": &patch.Country,
-	}
-	for _, k := range locationTextFields {
-		if _, sent := body[k]; sent {
-			*fields[k] = store.LocationField{Set: true, Value: f.str(k, false, locationMaxLen)}
-		}
-	}
-	if err := v.err(); err != nil {
-		return err
-	}
-	out, err := store.UpdateLocation(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id, patch)
+	in, err := decodeLocation(r, false)
 	if err != nil {
-		return notFoundAs(err, "location")
+		return err
 	}
-	writeData(w, http.StatusOK, toLocationJSON(out))
+	l, err := s.locations.Update(r.Context(), actorOf(r), id, in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toLocationJSON(l))
 	return nil
 }
 
@@ -142,9 +139,8 @@ func (s *Server) deleteLocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = store.DeleteLocation(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "location")
+	if err := s.locations.Delete(r.Context(), actorOf(r), id); err != nil {
+		return err
 	}
 	writeSuccess(w)
 	return nil

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"github.com/fos-dev/fos/locations"
 	"strings"
 	"testing"
 
@@ -100,7 +101,7 @@ func TestLocationsValidation(t *testing.T) {
 	require.Equal(t, []string{"name"}, orderTestFields(t, post(map[string]any{})))
 	require.Equal(t, []string{"name"}, orderTestFields(t, post(map[string]any{"name": "   "})))
 	requireError(t, post("{"), 400, "invalid_json")
-	long := strings.Repeat("x", locationMaxLen+1)
+	long := strings.Repeat("x", locations.MaxLen+1)
 	require.ElementsMatch(t, []string{"name", "street", "city", "province", "zip", "country"},
 		orderTestFields(t, post(map[string]any{"name": long, "street": 1, "city": true, "province": []any{}, "zip": map[string]any{}, "country": long})))
 

@@ -157,7 +157,14 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 	case errors.Is(err, store.ErrNotFound):
 		return errValidation(FieldError{Field: "bridge_id", Message: "must be a bridge of this organization"})
 	case errors.Is(err, store.ErrConflict):
-		return errConflict("the bridge already has an order with this external_id")
+		// Name the order that holds the external id, so a client can use it.
+		conflict := errConflict("the bridge already has an order with this external_id")
+		if o.BridgeID != nil {
+			if id, err := store.OrderIDByExternalID(r.Context(), s.store.Pool, p.OrganizationID, *o.BridgeID, o.ExternalID); err == nil {
+				conflict.Details = []FieldError{{Field: "external_id", Message: "already used by order " + id.String()}}
+			}
+		}
+		return conflict
 	case err != nil:
 		return err
 	}
@@ -269,13 +276,18 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	if utf8.RuneCountInString(search) > orderMaxSearchLen {
 		details = append(details, FieldError{Field: "search", Message: fmt.Sprintf("must be at most %d characters", orderMaxSearchLen)})
 	}
+	// external_id (extension): the orders with this platform id, exactly.
+	externalID := strings.TrimSpace(r.URL.Query().Get("external_id"))
+	if utf8.RuneCountInString(externalID) > 255 {
+		details = append(details, FieldError{Field: "external_id", Message: "must be at most 255 characters"})
+	}
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
 
 	orgID := mustPrincipal(r).OrganizationID
 	items, total, err := store.ListOrders(r.Context(), s.store.Pool, orgID, store.OrderListParams{
-		Filter: store.OrderFilter{Status: status, BridgeID: bridgeID, Search: search, Since: since},
+		Filter: store.OrderFilter{Status: status, BridgeID: bridgeID, Search: search, Since: since, ExternalID: externalID},
 		Sort:   sort.Column, Desc: sort.Desc, Limit: page.Limit, Offset: page.Offset(),
 	})
 	if err != nil {

@@ -777,3 +777,37 @@ func TestOrderLargeNumbersKept(t *testing.T) {
 	require.Contains(t, string(res.Raw), `"platformId":12345678901234567890`)
 	require.Contains(t, string(res.Raw), `"other":18014398509481985`)
 }
+
+// A duplicate external_id is 409 naming the order that holds it, and the
+// order list filters by external_id (extension), counting exactly.
+func TestOrderExternalIDConflictAndFilter(t *testing.T) {
+	e := newEnv(t)
+	owner := e.signup()
+	bridge := e.bridgeStorefrontA(owner.caller, "shop", "tok")["id"]
+	body := func(ext string) map[string]any {
+		return map[string]any{
+			"bridge_id": bridge, "external_id": ext, "status": "pending",
+			"customer":   map[string]any{"email": "b@example.com"},
+			"line_items": []map[string]any{{"sku": "S", "name": "N", "quantity": 1, "unitPrice": 1, "totalPrice": 1, "requiresShipping": true, "taxable": true}},
+			"totals":     map[string]any{"subtotal": 1, "shipping": 0, "tax": 0, "discount": 0, "total": 1},
+		}
+	}
+	first := e.do(owner.caller, "POST", "/api/v1/orders", body("EXT-1"))
+	require.Equal(t, 201, first.Code, "%s", first.Raw)
+	require.Equal(t, 201, e.do(owner.caller, "POST", "/api/v1/orders", body("EXT-2")).Code)
+	dup := e.do(owner.caller, "POST", "/api/v1/orders", body("EXT-1"))
+	requireError(t, dup, 409, "conflict")
+	details := dup.Body["error"].(map[string]any)["details"].([]any)
+	require.Equal(t, map[string]any{"field": "external_id", "message": "already used by order " + first.data()["id"].(string)}, details[0])
+
+	list := e.do(owner.caller, "GET", "/api/v1/orders?external_id=EXT-1", nil)
+	require.Equal(t, 200, list.Code, "%s", list.Raw)
+	items := list.Body["data"].([]any)
+	require.Len(t, items, 1)
+	require.Equal(t, first.data()["id"], items[0].(map[string]any)["id"])
+	require.EqualValues(t, 1, list.Body["pagination"].(map[string]any)["total"])
+	none := e.do(owner.caller, "GET", "/api/v1/orders?external_id=EXT-9&limit=1&page=2", nil)
+	require.Equal(t, 200, none.Code)
+	require.EqualValues(t, 0, none.Body["pagination"].(map[string]any)["total"])
+	requireError(t, e.do(owner.caller, "GET", "/api/v1/orders?external_id="+strings.Repeat("x", 256), nil), 400, "validation_error")
+}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -377,11 +379,14 @@ func TestRatesCarrierFailures(t *testing.T) {
 	require.NoError(t, err)
 	res = e.do(owner.caller, "POST", "/api/v1/rates", rateTestBody())
 	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	found := 0
 	for _, x := range res.Body["errors"].([]any) {
 		if m := x.(map[string]any); m["carrierAccountId"] == badC {
+			found++
 			require.Equal(t, "credentials_unreadable", m["code"])
 		}
 	}
+	require.Equal(t, 1, found, "the account whose credentials cannot be opened is listed as failed, not dropped: %s", res.Raw)
 }
 
 // rateDelay delays the sandbox's answers for one carrier's paths.
@@ -422,18 +427,59 @@ func TestRatesPerCarrierDeadline(t *testing.T) {
 	require.Less(t, elapsed, 2*time.Second, "the slow carrier costs the deadline, not its delay")
 }
 
+// rateBarrier holds each carrier's rate call, once armed, until n calls
+// are in flight at once (or wait passes: then met stays false). It proves
+// a fan-out is concurrent without a wall-clock bound.
+type rateBarrier struct {
+	armed   atomic.Bool
+	n       int
+	wait    time.Duration
+	mu      sync.Mutex
+	arrived int
+	all     chan struct{}
+	timeout atomic.Bool
+}
+
+func (b *rateBarrier) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if b.armed.Load() && strings.HasPrefix(r.URL.Path, "/carriers/") && !strings.Contains(r.URL.Path, "oauth") {
+			b.mu.Lock()
+			b.arrived++
+			if b.arrived == b.n { // later calls find it closed
+				close(b.all)
+			}
+			b.mu.Unlock()
+			select {
+			case <-b.all:
+			case <-time.After(b.wait):
+				b.timeout.Store(true)
+			case <-r.Context().Done():
+				b.timeout.Store(true)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// The carriers of a rate request are asked at once: each carrier's call is
+// held until all three are in flight, which a one-by-one fan-out never
+// reaches.
 func TestRatesConcurrentFanOut(t *testing.T) {
-	delay := 150 * time.Millisecond
-	e := rateTestEnv(t, rateDelay(map[string]time.Duration{carriers.CarrierA: delay, carriers.CarrierB: delay, carriers.CarrierC: delay}))
+	b := &rateBarrier{n: 3, wait: 5 * time.Second, all: make(chan struct{})}
+	e := rateTestEnv(t, b.middleware, func(d *Deps) { d.RateTimeout = 20 * time.Second })
 	owner := e.signup()
 	for _, code := range carriers.Codes() {
 		rateTestAccount(t, e, owner.org, code, "active")
 	}
 	// Warm the token caches.
 	require.Len(t, rateTestGroups(t, e.do(owner.caller, "POST", "/api/v1/rates", rateTestBody())), 3)
-	start := time.Now()
+	b.armed.Store(true)
 	require.Len(t, rateTestGroups(t, e.do(owner.caller, "POST", "/api/v1/rates", rateTestBody())), 3)
-	require.Less(t, time.Since(start), 2*delay, "three carriers of %s each are asked at once", delay)
+	require.False(t, b.timeout.Load(), "a carrier's call waited for the others in vain: the fan-out is not concurrent")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	require.GreaterOrEqual(t, b.arrived, 3)
 }
 
 func TestRatesScopes(t *testing.T) {

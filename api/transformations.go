@@ -1,10 +1,7 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -13,16 +10,14 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/config"
-	"github.com/fos-dev/fos/sandbox"
-	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/transforms"
+	"github.com/fos-dev/fos/routing"
 )
 
 // mountTransformations registers the transformation endpoints (spec Part
-// 2, Transformations).
+// 2, Transformations); the operations are routing.Service's.
 func (s *Server) mountTransformations(r chi.Router) {
 	if s.sandbox == nil {
-		s.sandbox = sandbox.New(sandbox.Limits{})
+		s.sandbox = s.routing.Sandbox()
 	}
 	read := r.With(s.scope("transformations:read"))
 	write := r.With(s.scope("transformations:write"))
@@ -34,14 +29,6 @@ func (s *Server) mountTransformations(r chi.Router) {
 	write.Delete("/transformations/{id}", s.h(s.deleteTransformation))
 	write.Post("/transformations/{id}/test", s.h(s.testTransformation))
 }
-
-// Limits of a transformation's fields (the specification gives none; as
-// dispatchers': name 1-100, description up to 500, priority 0-1000).
-const (
-	transformationNameMax = 100
-	transformationDescMax = 500
-	transformationPrioMax = 1000
-)
 
 // transformationJSON is the Transformation resource (camelCase), code
 // included.
@@ -59,7 +46,7 @@ type transformationJSON struct {
 	UpdatedAt      time.Time  `json:"updatedAt"`
 }
 
-func toTransformationJSON(t store.Transformation) transformationJSON {
+func toTransformationJSON(t routing.Transformation) transformationJSON {
 	return transformationJSON{
 		ID: t.ID, OrganizationID: t.OrganizationID, Name: t.Name, Description: t.Description, TriggerPoint: t.TriggerPoint,
 		BridgeID: t.BridgeID, Code: t.Code, IsActive: t.IsActive, Priority: t.Priority, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
@@ -70,7 +57,7 @@ func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) err
 	var details fieldErrors
 	p, err := parsePage(r, 20, 100)
 	details.collect(err)
-	trigger, err := queryEnum(r, "triggerPoint", store.TriggerPoints...)
+	trigger, err := queryEnum(r, "triggerPoint", routing.TriggerPoints...)
 	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridgeId")
 	details.collect(err)
@@ -79,104 +66,30 @@ func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) err
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	f := store.TransformationFilter{TriggerPoint: trigger, BridgeID: bridgeID, Limit: p.Limit, Offset: p.Offset()}
+	in := routing.ListTransformationsInput{TriggerPoint: trigger, BridgeID: bridgeID, Limit: p.Limit, Offset: p.Offset()}
 	if active != "" {
 		b := active == "true"
-		f.IsActive = &b
+		in.IsActive = &b
 	}
-	list, total, err := store.ListTransformations(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, f)
+	page, err := s.routing.ListTransformations(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
-	writeList(w, mapSlice(list, toTransformationJSON), p, total)
+	writeList(w, mapSlice(page.Items, toTransformationJSON), p, page.Total)
 	return nil
 }
 
-func (s *Server) transformationFromPath(r *http.Request) (store.Transformation, error) {
-	return loadByID(s, r, "transformation", store.TransformationByID)
-}
-
 func (s *Server) getTransformation(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.transformationFromPath(r)
+	id, err := pathID(r, "id", "transformation")
+	if err != nil {
+		return err
+	}
+	t, err := s.routing.GetTransformation(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
 	writeData(w, http.StatusOK, toTransformationJSON(t))
 	return nil
-}
-
-// transformationCode reads code: a string of at most the sandbox's code
-// size (kept as written, not trimmed).
-func (s *Server) transformationCode(f bodyFields, required bool) *string {
-	raw, ok := f.get("code", required)
-	if !ok {
-		return nil
-	}
-	code, isStr := raw.(string)
-	switch {
-	case !isStr:
-		f.v.add("code", "must be a string")
-	case len(code) == 0 || len(code) > s.sandbox.Limits().MaxCodeBytes:
-		f.v.add("code", fmt.Sprintf("must be 1-%d bytes", s.sandbox.Limits().MaxCodeBytes))
-	default:
-		return &code
-	}
-	return nil
-}
-
-// checkCode answers 400 invalid_javascript when code does not compile,
-// its top level fails, it defines no transform function (CONTRACT 8a), or
-// its transform runs out of time or memory over a sample order (an
-// exception on the sample is not a reason: the sample is not the
-// tenant's data). It runs in the organization's share of the sandbox
-// processes.
-func (s *Server) checkCode(ctx context.Context, orgID uuid.UUID, code string) error {
-	err := s.sandbox.CheckFor(ctx, orgID.String(), code, sandbox.SampleOrder())
-	switch {
-	case err == nil:
-		return nil
-	case sandbox.IsKind(err, sandbox.KindCanceled):
-		return canceled(ctx, err)
-	}
-	return invalidJavaScript(err)
-}
-
-// canceled is the request context's error (the client went away: nothing
-// is answered), or err.
-func canceled(ctx context.Context, err error) error {
-	if c := ctx.Err(); c != nil {
-		return c
-	}
-	return err
-}
-
-// invalidJavaScript is 400 invalid_javascript; the message and the detail
-// of field code start with "line L, column C:" when the place is known.
-func invalidJavaScript(err error) error {
-	var e *sandbox.Error
-	if !errors.As(err, &e) {
-		return err
-	}
-	msg := e.Message
-	if e.Line > 0 {
-		msg = fmt.Sprintf("line %d, column %d: %s", e.Line, e.Column, e.Message)
-	}
-	return &Error{Status: http.StatusBadRequest, Code: "invalid_javascript", Message: "invalid JavaScript: " + msg,
-		Details: []FieldError{{Field: "code", Message: msg}}}
-}
-
-// bridgeOfOrg checks that a bridge id names a bridge of the organization;
-// another organization's bridge is answered like an unknown one.
-func (s *Server) bridgeOfOrg(ctx context.Context, v *validator, orgID uuid.UUID, id *uuid.UUID) error {
-	if id == nil {
-		return nil
-	}
-	_, err := store.BridgeByID(ctx, s.store.Pool, orgID, *id)
-	if errors.Is(err, store.ErrNotFound) {
-		v.add("bridgeId", "must be a bridge of this organization")
-		return nil
-	}
-	return err
 }
 
 // uuidField reads an optional UUID string.
@@ -193,45 +106,65 @@ func uuidField(f bodyFields, key string) *uuid.UUID {
 	return &id
 }
 
-func (s *Server) createTransformation(w http.ResponseWriter, r *http.Request) error {
+var transformationFields = []string{"name", "description", "triggerPoint", "bridgeId", "code", "isActive", "priority"}
+
+// decodeTransformation reads a create (every field) or update (the
+// fields sent; null isActive or priority is missing) body; the domain
+// checks the values.
+func (s *Server) decodeTransformation(r *http.Request, create bool) (routing.TransformationInput, error) {
 	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
-		return err
+		return routing.TransformationInput{}, err
 	}
-	orgID := mustPrincipal(r).OrganizationID
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	t := store.Transformation{ID: uuid.New(), OrganizationID: orgID, IsActive: true}
-	t.Name = deref(f.str("name", true, transformationNameMax))
-	t.Description = f.str("description", false, transformationDescMax)
-	t.TriggerPoint = f.enum("triggerPoint", true, "", store.TriggerPoints)
-	t.BridgeID = uuidField(f, "bridgeId")
-	code := s.transformationCode(f, true)
-	if b := f.boolean("isActive", false); b != nil {
-		t.IsActive = *b
+	v := &validator{}
+	f := bodyFields{v: v, m: body}
+	sent := func(k string) bool { _, ok := body[k]; return create || ok }
+	var in routing.TransformationInput
+	if sent("name") {
+		in.Name = f.rawText("name")
 	}
-	if n := f.number("priority", false, 0, transformationPrioMax, true); n != nil {
-		t.Priority = int(*n)
+	if sent("description") {
+		in.Description = f.rawText("description")
 	}
-	if err := s.bridgeOfOrg(r.Context(), &v, orgID, t.BridgeID); err != nil {
-		return err
+	if raw, ok := body["triggerPoint"]; ok && raw != nil {
+		tp, _ := raw.(string) // no string is no trigger point: the domain names it
+		in.TriggerPoint = &tp
+	} else if ok && !create {
+		v.add("triggerPoint", "is required")
 	}
-	if err := v.err(); err != nil {
-		return err
+	if sent("bridgeId") {
+		in.BridgeIDSet, in.BridgeID = true, uuidField(f, "bridgeId")
 	}
-	if err := s.checkCode(r.Context(), orgID, *code); err != nil {
-		return err
+	if raw, ok := body["code"]; ok && raw != nil {
+		if code, isStr := raw.(string); isStr {
+			in.Code = &code
+		} else {
+			v.add("code", "must be a string")
+		}
+	} else if ok && !create {
+		v.add("code", "is required")
 	}
-	t.Code = *code
-	out, err := store.CreateTransformation(r.Context(), s.store.Pool, t)
-	if errors.Is(err, store.ErrNotFound) {
-		// The bridge went away since it was checked.
-		return errValidation(FieldError{Field: "bridgeId", Message: "must be a bridge of this organization"})
+	in.IsActive = f.boolean("isActive", !create && sent("isActive"))
+	if _, ok := body["priority"]; ok && body["priority"] == nil && !create {
+		v.add("priority", "is required")
 	}
+	in.Priority = f.integer("priority")
+	if v.ok() {
+		return in, nil
+	}
+	return in, validation(v, in.Validate(create, s.sandbox.Limits().MaxCodeBytes), transformationFields...)
+}
+
+func (s *Server) createTransformation(w http.ResponseWriter, r *http.Request) error {
+	in, err := s.decodeTransformation(r, true)
 	if err != nil {
 		return err
 	}
-	writeData(w, http.StatusCreated, toTransformationJSON(out))
+	t, err := s.routing.CreateTransformation(r.Context(), actorOf(r), in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusCreated, toTransformationJSON(t))
 	return nil
 }
 
@@ -243,61 +176,15 @@ func (s *Server) updateTransformation(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	orgID := mustPrincipal(r).OrganizationID
-	if _, err := store.TransformationByID(r.Context(), s.store.Pool, orgID, id); err != nil {
-		return notFoundAs(err, "transformation")
-	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	sent := func(k string) bool { _, ok := body[k]; return ok }
-	var p store.TransformationPatch
-	if sent("name") {
-		p.Name = f.str("name", true, transformationNameMax)
-	}
-	if sent("description") {
-		p.Description = f.str("description", false, transformationDescMax)
-		p.ClearDesc = p.Description == nil && v.ok()
-	}
-	if sent("triggerPoint") {
-		tp := f.enum("triggerPoint", true, "", store.TriggerPoints)
-		p.TriggerPoint = &tp
-	}
-	if sent("bridgeId") {
-		p.BridgeID = uuidField(f, "bridgeId")
-		p.ClearBridge = p.BridgeID == nil && v.ok()
-		if err := s.bridgeOfOrg(r.Context(), &v, orgID, p.BridgeID); err != nil {
-			return err
-		}
-	}
-	if sent("code") {
-		p.Code = s.transformationCode(f, true)
-	}
-	if sent("isActive") {
-		p.IsActive = f.boolean("isActive", true)
-	}
-	if sent("priority") {
-		if n := f.number("priority", true, 0, transformationPrioMax, true); n != nil {
-			prio := int(*n)
-			p.Priority = &prio
-		}
-	}
-	if err := v.err(); err != nil {
-		return err
-	}
-	if p.Code != nil {
-		if err := s.checkCode(r.Context(), orgID, *p.Code); err != nil {
-			return err
-		}
-	}
-	out, err := store.UpdateTransformation(r.Context(), s.store.Pool, orgID, id, p)
+	in, err := s.decodeTransformation(r, false)
 	if err != nil {
-		return notFoundAs(err, "transformation")
+		return err
 	}
-	writeData(w, http.StatusOK, toTransformationJSON(out))
+	t, err := s.routing.UpdateTransformation(r.Context(), actorOf(r), id, in)
+	if err != nil {
+		return err
+	}
+	writeData(w, http.StatusOK, toTransformationJSON(t))
 	return nil
 }
 
@@ -306,11 +193,20 @@ func (s *Server) deleteTransformation(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	if err := store.DeleteTransformation(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id); err != nil {
-		return notFoundAs(err, "transformation")
+	if err := s.routing.DeleteTransformation(r.Context(), actorOf(r), id); err != nil {
+		return err
 	}
 	writeSuccess(w)
 	return nil
+}
+
+// transformationTestResult is the answer of both test endpoints:
+// {success, output, duration_ms}, with error when success is false.
+type transformationTestResult struct {
+	Success    bool            `json:"success"`
+	Output     json.RawMessage `json:"output"`
+	Error      *string         `json:"error,omitempty"`
+	DurationMS float64         `json:"duration_ms"`
 }
 
 // transformationTestRate bounds the test runs of one organization: each
@@ -327,75 +223,36 @@ func (s *Server) transformationTestLimit(orgID uuid.UUID) error {
 	return v.(*limiterSet).check(orgID.String())
 }
 
-// transformationTestResult is the answer of both test endpoints:
-// {success, output, duration_ms}, with error when success is false.
-type transformationTestResult struct {
-	Success    bool            `json:"success"`
-	Output     json.RawMessage `json:"output"`
-	Error      *string         `json:"error,omitempty"`
-	DurationMS float64         `json:"duration_ms"`
+func writeTestResult(w http.ResponseWriter, res routing.TestResult) {
+	writeJSON(w, http.StatusOK, transformationTestResult{Success: res.Success, Output: res.Output, Error: res.Error, DurationMS: res.DurationMS})
 }
 
-// sampleData reads sampleData: a required object within the sandbox's
-// input limits, as JSON (numbers as written).
-func (s *Server) sampleData(f bodyFields) []byte {
-	raw := f.rawObject("sampleData", true)
-	if raw == nil {
-		return nil
-	}
-	if max := s.sandbox.Limits().MaxInputBytes; len(raw) > max {
-		f.v.add("sampleData", fmt.Sprintf("must be at most %d bytes of JSON", max))
-		return nil
-	}
-	return raw
-}
-
-// runTest runs code over sample and writes the result: a failure of the
-// script is 200 {success: false, error}; code that does not compile is 400
-// invalid_javascript.
-func (s *Server) runTest(w http.ResponseWriter, r *http.Request, code string, sample []byte) error {
-	orgID := mustPrincipal(r).OrganizationID
-	if err := s.transformationTestLimit(orgID); err != nil {
-		return err
-	}
-	start := time.Now()
-	out, err := s.sandbox.RunFor(r.Context(), orgID.String(), code, sample)
-	res := transformationTestResult{DurationMS: transforms.Millis(time.Since(start))}
-	switch {
-	case err == nil:
-		res.Success, res.Output = true, out
-	case sandbox.IsKind(err, sandbox.KindSyntax):
-		return invalidJavaScript(err)
-	case sandbox.IsKind(err, sandbox.KindInput):
-		return errValidation(FieldError{Field: "sampleData", Message: err.Error()})
-	case sandbox.IsKind(err, sandbox.KindCanceled):
-		return canceled(r.Context(), err)
-	default:
-		msg := err.Error()
-		res.Error = &msg
-		res.Output = json.RawMessage("null")
-	}
-	writeJSON(w, http.StatusOK, res)
-	return nil
-}
-
+// testTransformationCode runs {code, sampleData} (routing.TestCode): a
+// failure of the script is 200 {success: false, error}.
 func (s *Server) testTransformationCode(w http.ResponseWriter, r *http.Request) error {
 	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	code := s.transformationCode(f, true)
-	sample := s.sampleData(f)
-	if err := v.err(); err != nil {
+	var code *string
+	if raw, ok := body["code"].(string); ok {
+		code = &raw
+	} else if body["code"] != nil {
+		return errValidation(FieldError{Field: "code", Message: "must be a string"})
+	}
+	if err := s.transformationTestLimit(mustPrincipal(r).OrganizationID); err != nil {
 		return err
 	}
-	return s.runTest(w, r, *code, sample)
+	res, err := s.routing.TestCode(r.Context(), actorOf(r), code, body["sampleData"])
+	if err != nil {
+		return err
+	}
+	writeTestResult(w, res)
+	return nil
 }
 
 func (s *Server) testTransformation(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.transformationFromPath(r)
+	id, err := pathID(r, "id", "transformation")
 	if err != nil {
 		return err
 	}
@@ -403,10 +260,13 @@ func (s *Server) testTransformation(w http.ResponseWriter, r *http.Request) erro
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	sample := s.sampleData(bodyFields{v: &v, m: body})
-	if err := v.err(); err != nil {
+	if err := s.transformationTestLimit(mustPrincipal(r).OrganizationID); err != nil {
 		return err
 	}
-	return s.runTest(w, r, t.Code, sample)
+	res, err := s.routing.TestTransformation(r.Context(), actorOf(r), id, body["sampleData"])
+	if err != nil {
+		return err
+	}
+	writeTestResult(w, res)
+	return nil
 }

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/internal/vendortest"
 )
 
 // The vendors' published examples (../shared/vendors/carriers) checked
@@ -25,15 +24,9 @@ import (
 // values it holds, and each request an adapter builds carries the fields
 // the vendor marks required (those of the published request).
 
-const vendorDir = "../../shared/vendors/carriers"
-
 func vendorFile(t *testing.T, carrier, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vendorDir, carrier, "examples", name))
-	if err != nil {
-		t.Skipf("vendor examples not available (%s): %v", vendorDir, err)
-	}
-	return b
+	return vendortest.Example(t, "carriers", carrier, name)
 }
 
 // vendorStub answers each path with a published example and keeps the

@@ -16,17 +16,28 @@ import (
 	"github.com/fos-dev/fos/workflows"
 )
 
+// waitClosed waits until the workflow's latest run has closed, whatever
+// its outcome (a row a run writes in its last activity says "done" a
+// moment before the run itself closes).
+func (s *stack) waitClosed(workflowID string) {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), dispatchWait)
+	defer cancel()
+	_ = s.temporal.GetWorkflow(ctx, workflowID, "").Get(ctx, nil) // the outcome is asserted by the caller
+	require.NoError(s.t, ctx.Err(), "workflow %s still open after %s", workflowID, dispatchWait)
+}
+
 // waitForExecution polls a task execution until it is completed or failed.
 func (s *stack) waitForExecution(key, id string) map[string]any {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(dispatchWait) // a bound against a hang, not a speed check
 	for {
 		e := data(s.mustCall(200, key, "GET", "/api/v1/task-executions/"+id, nil))
 		if st := e["status"]; st == "completed" || st == "failed" {
 			return e
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("task execution %s still %v after 30s", id, e["status"])
+			s.t.Fatalf("task execution %s still %v after %s", id, e["status"], dispatchWait)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -73,7 +84,9 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	require.Equal(t, "Imported from Sandbox shop", acts[0]["description"])
 	require.NotNil(t, data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+bridgeID, nil))["lastSyncAt"])
 
-	// The run in Temporal: completed, under its stable id.
+	// The run in Temporal: completed, under its stable id (the row is
+	// written by the run's last activity, just before the run closes).
+	s.waitClosed(workflows.BridgeTaskWorkflowID(execID))
 	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.BridgeTaskWorkflowID(execID), "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
@@ -111,6 +124,7 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	failed := s.waitForExecution(key, data(s.mustCall(202, key, "POST", "/api/v1/bridges/"+bad["id"].(string)+"/tasks/grab-orders/run", nil))["id"].(string))
 	require.Equal(t, "failed", failed["status"])
 	require.Contains(t, failed["error"], "refused its credentials")
+	s.waitClosed(failed["workflowId"].(string))
 	fdesc, err := s.temporal.DescribeWorkflowExecution(ctx, failed["workflowId"].(string), "")
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fdesc.GetWorkflowExecutionInfo().GetStatus())

@@ -156,7 +156,7 @@ func TestDispatchToHubEndToEnd(t *testing.T) {
 	require.NoError(t, s.store.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE total > 100), count(*) FROM orders WHERE bridge_id = $1 AND external_id NOT LIKE 'D-%'`, shop).Scan(&over, &total))
 	require.Positive(t, over)
 	require.Less(t, over, total, "the catalog has orders on both sides of 100")
-	as = s.waitAssignments(key, disp, over+1, 60*time.Second)
+	as = s.waitAssignments(key, disp, over+1, dispatchWait)
 	require.Len(t, as, over+1)
 	skipped := 0
 	for _, a := range as {

@@ -6,8 +6,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,20 +13,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/fos-dev/fos/internal/vendortest"
 	"github.com/fos-dev/fos/platforms"
 )
 
-// The platforms' published example payloads, next to the repository (as
-// package platforms' tests find them).
-const vendorPlatforms = "../../shared/vendors/platforms"
-
+// The platforms' published example payloads, above the checkout (as
+// package platforms' tests find them: vendortest; missing ones fail the
+// test).
 func platformExample(t *testing.T, typ, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vendorPlatforms, typ, "examples", name))
-	if err != nil {
-		t.Skipf("vendor examples not available (%s): %v", vendorPlatforms, err)
-	}
-	return b
+	return vendortest.Example(t, "platforms", typ, name)
 }
 
 func exampleJSON(t *testing.T, typ, name string) any {

@@ -8,8 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,19 +17,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fos-dev/fos/internal/vendortest"
 	"github.com/fos-dev/fos/platforms"
 )
 
 // The published vendor examples live next to the repository.
-const vendorPlatforms = "../../shared/vendors/platforms"
-
 func platformExample(t *testing.T, typ, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vendorPlatforms, typ, "examples", name))
-	if err != nil {
-		t.Skipf("vendor examples not available (%s): %v", vendorPlatforms, err)
-	}
-	return b
+	return vendortest.Example(t, "platforms", typ, name)
 }
 
 // recorded is one request a fake platform received.

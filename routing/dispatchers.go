@@ -234,21 +234,11 @@ func (in DispatcherInput) Validate(create bool) domain.FieldErrors {
 // or the problems.
 func applyDispatcher(d *Dispatcher, in DispatcherInput, create bool) (map[uuid.UUID]string, domain.FieldErrors) {
 	var v domain.FieldErrors
-	if create || in.Name != nil {
-		name := strings.TrimSpace(deref(in.Name))
-		if name == "" {
-			v.Add("name", "is required")
-		} else if v.MaxLen("name", name, DispatcherNameMax); !v.Has("name") {
-			d.Name = name
-		}
+	if name, ok := requiredName(&v, "name", in.Name, create, DispatcherNameMax); ok {
+		d.Name = name
 	}
-	if create || in.Description != nil {
-		d.Description = nil
-		if desc := strings.TrimSpace(deref(in.Description)); desc != "" {
-			if v.MaxLen("description", desc, DispatcherDescMax); !v.Has("description") {
-				d.Description = &desc
-			}
-		}
+	if desc, ok := optionalText(&v, "description", in.Description, create, DispatcherDescMax); ok {
+		d.Description = desc
 	}
 	if create || in.SourceBridgeIDs != nil {
 		var ids []uuid.UUID
@@ -306,12 +296,8 @@ func applyDispatcher(d *Dispatcher, in DispatcherInput, create bool) (map[uuid.U
 	if in.IsActive != nil {
 		d.IsActive = *in.IsActive
 	}
-	if in.Priority != nil {
-		if *in.Priority < 0 || *in.Priority > DispatcherPrioMax {
-			v.Add("priority", fmt.Sprintf("must be between 0 and %d", DispatcherPrioMax))
-		} else {
-			d.Priority = *in.Priority
-		}
+	if p, ok := priority(&v, in.Priority, DispatcherPrioMax); ok {
+		d.Priority = p
 	}
 	var conds []cond.Condition
 	if create || in.ConditionsSet {

@@ -282,3 +282,77 @@ func TestSplitRulesAsAgent(t *testing.T) {
 	require.NoError(t, svc.DeleteSplitRule(ctx, agent, rule.ID))
 	require.ErrorIs(t, svc.DeleteSplitRule(ctx, agent, rule.ID), domain.ErrNotFound)
 }
+
+// Condition sets: values are checked against the set's type by the
+// domain, whoever calls (typed []string or decoded JSON), and another
+// organization's set is not found.
+func TestConditionSetsAsAgent(t *testing.T) {
+	f := newFixture(t)
+	svc := routing.New(routing.Deps{Store: f.s})
+	ctx := t.Context()
+	agent := domain.Actor{Kind: domain.ActorAgent, OrganizationID: f.org}
+	name, typ := "VIP", "number"
+	set, err := svc.CreateConditionSet(ctx, agent, routing.ConditionSetInput{Name: &name, ValueType: &typ})
+	require.NoError(t, err)
+	_, err = svc.CreateConditionSet(ctx, agent, routing.ConditionSetInput{Name: &name, ValueType: &typ})
+	require.ErrorIs(t, err, domain.ErrConflict)
+
+	added, err := svc.AddConditionSetValues(ctx, agent, set.ID, []any{map[string]any{"value": json.Number("1.50")}, map[string]any{"value": "2", "label": "two"}, "1.5"})
+	require.NoError(t, err)
+	require.Equal(t, 2, added, "1.50 and 1.5 are one canonical value")
+	_, err = svc.AddConditionSetValues(ctx, agent, set.ID, []string{"x"})
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, "values[0].value", de.Fields[0].Field)
+	_, err = svc.AddConditionSetValues(ctx, agent, set.ID, nil)
+	require.ErrorIs(t, err, domain.ErrInvalid)
+
+	other := domain.Actor{Kind: domain.ActorAgent, OrganizationID: f.otherOrg}
+	_, err = svc.AddConditionSetValues(ctx, other, set.ID, []string{"3"})
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	removed, err := svc.RemoveConditionSetValues(ctx, agent, set.ID, []string{"2", "7"})
+	require.NoError(t, err)
+	require.Equal(t, 1, removed)
+	page, err := svc.ListConditionSetValues(ctx, agent, set.ID, 10, 0)
+	require.NoError(t, err)
+	require.Equal(t, 1, page.Total)
+	require.Equal(t, "1.5", page.Items[0].Value)
+}
+
+// Transformations: code that does not compile is invalid_javascript,
+// another organization's bridge is named like an unknown one, and a dry
+// run reports a script's failure as a result, not an error.
+func TestTransformationsAsAgent(t *testing.T) {
+	f := newFixture(t)
+	svc := routing.New(routing.Deps{Store: f.s})
+	ctx := t.Context()
+	agent := domain.Actor{Kind: domain.ActorAgent, OrganizationID: f.org, Scoped: true, Scopes: []string{"transformations:read", "transformations:write"}}
+	name, tp, bad := "Tag", "before_operation", "function transform(o) { return o"
+	_, err := svc.CreateTransformation(ctx, agent, routing.TransformationInput{Name: &name, TriggerPoint: &tp, Code: &bad})
+	var de *domain.Error
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, "invalid_javascript", de.Code)
+
+	good := "function transform(o) { o.tags = ['x']; return o }"
+	_, err = svc.CreateTransformation(ctx, agent, routing.TransformationInput{Name: &name, TriggerPoint: &tp, Code: &good, BridgeIDSet: true, BridgeID: &f.otherHub})
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, []domain.FieldError{{Field: "bridgeId", Message: "must be a bridge of this organization"}}, de.Fields)
+
+	tr, err := svc.CreateTransformation(ctx, agent, routing.TransformationInput{Name: &name, TriggerPoint: &tp, Code: &good})
+	require.NoError(t, err)
+	res, err := svc.TestTransformation(ctx, agent, tr.ID, map[string]any{"id": "1"})
+	require.NoError(t, err)
+	require.True(t, res.Success)
+	require.JSONEq(t, `{"id":"1","tags":["x"]}`, string(res.Output))
+	throws := "function transform(o) { throw new Error('nope') }"
+	res, err = svc.TestCode(ctx, agent, &throws, map[string]any{})
+	require.NoError(t, err)
+	require.False(t, res.Success)
+	require.Contains(t, *res.Error, "nope")
+
+	_, err = svc.TestTransformation(ctx, domain.Actor{Kind: domain.ActorAgent, OrganizationID: f.otherOrg}, tr.ID, map[string]any{})
+	require.ErrorIs(t, err, domain.ErrNotFound)
+	readOnly := domain.Actor{Kind: domain.ActorAgent, OrganizationID: f.org, Scoped: true, Scopes: []string{"transformations:read"}}
+	require.ErrorIs(t, svc.DeleteTransformation(ctx, readOnly, tr.ID), domain.ErrForbidden)
+	require.NoError(t, svc.DeleteTransformation(ctx, agent, tr.ID))
+}

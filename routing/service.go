@@ -22,8 +22,10 @@ package routing
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -68,7 +70,11 @@ func New(d Deps) *Service {
 	if !ok {
 		h = &rules.Hooks{Store: d.Store, Log: log, Dispatcher: d.Starter}
 	}
-	return &Service{store: d.Store, log: log, hooks: h, starter: d.Starter, sandbox: d.Sandbox}
+	sb := d.Sandbox
+	if sb == nil {
+		sb = sandbox.New(sandbox.Limits{})
+	}
+	return &Service{store: d.Store, log: log, hooks: h, starter: d.Starter, sandbox: sb}
 }
 
 // Scopes of the routing resources (Part 2: split rules, condition sets and
@@ -103,3 +109,49 @@ func orgOf(actor domain.Actor, scope string) (uuid.UUID, error) {
 // detached keeps work that must finish as a whole (assignments created and
 // started) from being cut by the caller going away.
 func detached(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
+
+// requiredName checks a name that is sent (or required: create): trimmed,
+// 1-hi characters; ok when it may be set.
+func requiredName(v *domain.FieldErrors, field string, s *string, create bool, hi int) (string, bool) {
+	if !create && s == nil {
+		return "", false
+	}
+	name := strings.TrimSpace(deref(s))
+	if name == "" {
+		v.Add(field, "is required")
+		return "", false
+	}
+	if v.MaxLen(field, name, hi); v.Has(field) {
+		return "", false
+	}
+	return name, true
+}
+
+// optionalText checks an optional text that is sent (always on create):
+// trimmed, at most hi characters, blank clears it (nil); ok when it may be
+// set.
+func optionalText(v *domain.FieldErrors, field string, s *string, create bool, hi int) (*string, bool) {
+	if !create && s == nil {
+		return nil, false
+	}
+	text := strings.TrimSpace(deref(s))
+	if text == "" {
+		return nil, true
+	}
+	if v.MaxLen(field, text, hi); v.Has(field) {
+		return nil, true
+	}
+	return &text, true
+}
+
+// priority checks a priority (0-hi) that is sent; ok when it may be set.
+func priority(v *domain.FieldErrors, p *int, hi int) (int, bool) {
+	if p == nil {
+		return 0, false
+	}
+	if *p < 0 || *p > hi {
+		v.Add("priority", fmt.Sprintf("must be between 0 and %d", hi))
+		return 0, false
+	}
+	return *p, true
+}

@@ -187,21 +187,11 @@ func (in SplitRuleInput) Validate(create bool) domain.FieldErrors {
 // named, or the problems.
 func applySplitRule(rule *SplitRule, in SplitRuleInput, create bool) (map[uuid.UUID]string, domain.FieldErrors) {
 	var v domain.FieldErrors
-	if create || in.Name != nil {
-		name := strings.TrimSpace(deref(in.Name))
-		if name == "" {
-			v.Add("name", "is required")
-		} else if v.MaxLen("name", name, SplitRuleNameMax); !v.Has("name") {
-			rule.Name = name
-		}
+	if name, ok := requiredName(&v, "name", in.Name, create, SplitRuleNameMax); ok {
+		rule.Name = name
 	}
-	if create || in.Description != nil {
-		rule.Description = nil
-		if desc := strings.TrimSpace(deref(in.Description)); desc != "" {
-			if v.MaxLen("description", desc, SplitRuleDescMax); !v.Has("description") {
-				rule.Description = &desc
-			}
-		}
+	if desc, ok := optionalText(&v, "description", in.Description, create, SplitRuleDescMax); ok {
+		rule.Description = desc
 	}
 	if create || in.Method != nil {
 		switch {
@@ -215,12 +205,8 @@ func applySplitRule(rule *SplitRule, in SplitRuleInput, create bool) (map[uuid.U
 	if in.IsActive != nil {
 		rule.IsActive = *in.IsActive
 	}
-	if in.Priority != nil {
-		if *in.Priority < 0 || *in.Priority > SplitRulePrioMax {
-			v.Add("priority", fmt.Sprintf("must be between 0 and %d", SplitRulePrioMax))
-		} else {
-			rule.Priority = *in.Priority
-		}
+	if p, ok := priority(&v, in.Priority, SplitRulePrioMax); ok {
+		rule.Priority = p
 	}
 	if create || in.BridgeIDSet {
 		rule.BridgeID = in.BridgeID

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -17,25 +15,23 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/internal/vendortest"
 )
 
-// The vendor examples live next to the repository (../../shared/vendors).
-const vendorCarriers = "../../shared/vendors/carriers"
+// The vendor examples live above the checkout (shared/vendors; vendortest.Dir).
 
 func vendorExample(t *testing.T, carrier, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(vendorCarriers, carrier, "examples", name))
-	if err != nil {
-		t.Skipf("vendor examples not available (%s): %v", vendorCarriers, err)
-	}
-	return b
+	return vendortest.Example(t, "carriers", carrier, name)
 }
 
+// skipWithoutVendor fails the test, naming where it looked, when the
+// vendors' examples are missing (it never skips: the name stays for its
+// callers).
 func skipWithoutVendor(t *testing.T) {
 	t.Helper()
-	if _, err := os.Stat(vendorCarriers); err != nil {
-		t.Skipf("vendor examples not available (%s): %v", vendorCarriers, err)
-	}
+	vendortest.Dir(t, "carriers")
 }
 
 type carrierCall struct {

@@ -207,6 +207,8 @@ type OrderFilter struct {
 	Search string
 	// Since keeps orders created after it.
 	Since *time.Time
+	// ExternalID keeps the orders with this platform id (one per bridge).
+	ExternalID string
 }
 
 // OrderListParams is a filter, a sort and a page.
@@ -247,7 +249,18 @@ func orderWhere(orgID uuid.UUID, f OrderFilter) (string, []any) {
 	if f.Since != nil {
 		add("created_at > ?", *f.Since)
 	}
+	if f.ExternalID != "" {
+		add("external_id = ?", f.ExternalID)
+	}
 	return b.String(), args
+}
+
+// OrderIDByExternalID is the id of the bridge's order with a platform id
+// (ErrNotFound when there is none).
+func OrderIDByExternalID(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, externalID string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.QueryRow(ctx, `SELECT id FROM orders WHERE organization_id = $1 AND bridge_id = $2 AND external_id = $3`, orgID, bridgeID, externalID).Scan(&id)
+	return id, mapErr(err)
 }
 
 // ListOrders returns one page and the number of all matching orders.
@@ -390,7 +403,7 @@ func idRange(i, n int) (lo, hi uuid.UUID) {
 func orderCountSQL(f OrderFilter, where string) string {
 	// The counters keep orders without a bridge under the nil UUID, which a
 	// bridge_id filter of the nil UUID must not match.
-	if f.Search != "" || f.Since != nil || (f.BridgeID != nil && *f.BridgeID == uuid.Nil) {
+	if f.Search != "" || f.Since != nil || f.ExternalID != "" || (f.BridgeID != nil && *f.BridgeID == uuid.Nil) {
 		return `SELECT count(*) FROM orders WHERE ` + where
 	}
 	q := `SELECT coalesce(sum(n), 0) FROM order_counts WHERE organization_id = $1`

@@ -29,6 +29,8 @@ import (
 const defaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 var (
+	// running is set by Run: New refuses to make a database nobody drops.
+	running bool
 	once    sync.Once
 	shared  *store.Store
 	dbName  string
@@ -45,6 +47,7 @@ func ServerURL() string {
 
 // Run runs the package's tests and drops the package database afterwards.
 func Run(m *testing.M) int {
+	running = true
 	code := m.Run()
 	if shared != nil {
 		shared.Close()
@@ -62,6 +65,9 @@ func Run(m *testing.M) int {
 // PostgreSQL server answers: store tests are never silently skipped.
 func New(t testing.TB) *store.Store {
 	t.Helper()
+	if !running {
+		t.Fatalf("storetest: call storetest.Run from the package's TestMain, or its database is never dropped")
+	}
 	once.Do(func() { shared, initErr = create() })
 	if initErr != nil {
 		t.Fatalf("storetest: %v (set TEST_DATABASE_URL or run `make test`)", initErr)
