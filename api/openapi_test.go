@@ -269,7 +269,6 @@ func TestOpenAPISkeleton(t *testing.T) {
 	require.NoError(t, os.WriteFile(os.Getenv("FOS_OPENAPI_SKELETON"), []byte(b.String()), 0o644))
 }
 
-
 // TestOpenAPIDocumentMatchesRouter: every route the router serves is
 // documented, every documented operation is routed, every operation has
 // an operationId (unique), a summary and an x-scope, and each x-scope that
@@ -278,6 +277,8 @@ func TestOpenAPIDocumentMatchesRouter(t *testing.T) {
 	e := newEnv(t)
 	routes := routerRoutes(t, e.handler)
 	documented := documentedRoutes(t)
+	owner := e.signup()
+	keyA, keyB := e.apiKey(owner, "orders:read"), e.apiKey(owner, "bridges:read")
 
 	var missing []route
 	routed := map[route]bool{}
@@ -295,7 +296,7 @@ func TestOpenAPIDocumentMatchesRouter(t *testing.T) {
 				fmt.Fprintf(&b, "  %s:\n", rt.Path)
 				last = rt.Path
 			}
-			b.WriteString(yamlStub(rt, "", false))
+			b.WriteString(yamlStub(rt, probeScope(e, keyA, keyB, rt), probePaginated(e, owner.caller, rt)))
 		}
 		t.Errorf("%d routes are not in api/openapi.yaml; add them under paths: (merge into an existing path entry; "+
 			"set x-scope to the scope the route checks and fix summary/responses):\n%s", len(missing), b.String())
@@ -336,8 +337,6 @@ func TestOpenAPIDocumentMatchesRouter(t *testing.T) {
 	}
 
 	// The scopes are the ones enforced: probe each route with API keys.
-	owner := e.signup()
-	keyA, keyB := e.apiKey(owner, "orders:read"), e.apiKey(owner, "bridges:read")
 	for _, rt := range routes {
 		want, ok := documented[rt]
 		if !ok {
