@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -91,9 +92,19 @@ func validateResponse(t testing.TB, method, pattern string, res *response) {
 	if len(res.Raw) == 0 || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") || pattern == "" {
 		return
 	}
+	if err := checkResponse(method, pattern, res.Code, res.Raw); err != nil {
+		t.Errorf("%s %s answered %d with a body api/openapi.yaml does not allow: %v\nbody: %s", method, pattern, res.Code, err, res.Raw)
+	}
+}
+
+// checkResponse validates one JSON body; nil when the document has no
+// schema for it.
+func checkResponse(method, pattern string, code int, raw []byte) error {
 	schemas, err := responseSchemas()
-	require.NoError(t, err, "compile the document's response schemas")
-	status := strconv.Itoa(res.Code)
+	if err != nil {
+		return fmt.Errorf("compile the document's response schemas: %w", err)
+	}
+	status := strconv.Itoa(code)
 	var sch *jsonschema.Schema
 	for _, k := range []string{status, status[:1] + "XX", "default"} {
 		if s, ok := schemas[method+" "+pattern+" "+k]; ok {
@@ -102,11 +113,24 @@ func validateResponse(t testing.TB, method, pattern string, res *response) {
 		}
 	}
 	if sch == nil {
-		return
+		return nil
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(res.Raw))
-	require.NoError(t, err)
-	if err := sch.Validate(v); err != nil {
-		t.Errorf("%s %s answered %d with a body api/openapi.yaml does not allow: %v\nbody: %s", method, pattern, res.Code, err, res.Raw)
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return err
 	}
+	return sch.Validate(v)
+}
+
+// TestResponseValidationCatchesDrift: a dropped or renamed field, or an
+// error body off the contract's shape, fails validation.
+func TestResponseValidationCatchesDrift(t *testing.T) {
+	const ok = `{"data":{"id":"6f1c1c3e-6c53-4a8e-9d7e-1a2b3c4d5e6f","name":"Dock","street":null,"city":"Memphis","province":null,"zip":null,"country":"US","bridgeId":null,"externalId":null,"createdAt":"2026-11-27T10:00:00Z","updatedAt":"2026-11-27T10:00:00Z"}}`
+	require.NoError(t, checkResponse("GET", "/api/v1/locations/{id}", 200, []byte(ok)))
+	dropped := strings.Replace(ok, `"street":null,`, "", 1)
+	require.Error(t, checkResponse("GET", "/api/v1/locations/{id}", 200, []byte(dropped)))
+	renamed := strings.Replace(ok, `"bridgeId"`, `"bridge_id"`, 1)
+	require.Error(t, checkResponse("GET", "/api/v1/locations/{id}", 200, []byte(renamed)))
+	require.NoError(t, checkResponse("GET", "/api/v1/locations/{id}", 404, []byte(`{"error":{"code":"not_found","message":"location not found"}}`)))
+	require.Error(t, checkResponse("GET", "/api/v1/locations/{id}", 404, []byte(`{"message":"not found"}`)))
 }
