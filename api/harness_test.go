@@ -135,11 +135,14 @@ func (e *testEnv) do(c caller, method, path string, body any, headers ...string)
 		req.Header.Set(headers[i], headers[i+1])
 	}
 	rec := httptest.NewRecorder()
+	req, rctx := withRouteCapture(req)
 	e.handler.ServeHTTP(rec, req)
 	res := &response{Code: rec.Code, Header: rec.Header(), Raw: rec.Body.Bytes()}
 	if len(res.Raw) > 0 && strings.HasPrefix(rec.Header().Get("Content-Type"), "application/json") {
 		require.NoError(e.t, json.Unmarshal(res.Raw, &res.Body), "response is not JSON: %s", res.Raw)
 	}
+	// Every response is checked against api/openapi.yaml.
+	validateResponse(e.t, method, rctx.RoutePattern(), res)
 	return res
 }
 

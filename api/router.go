@@ -181,6 +181,7 @@ func NewRouter(d Deps) http.Handler {
 		r.Mount("/codec", d.Codec)
 	}
 	s.mountEmbedWidget(r, d.Embed.Demo)
+	s.mountOpenAPI(r) // GET /api/v1/openapi.json and /docs (public)
 
 	r.Route("/api/v1", func(r chi.Router) {
 		// Public: sign-up and login.
