@@ -38,11 +38,12 @@ func newDomains(d Deps, s *Server) domains {
 	}
 	sh := shipping.New(sd)
 	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
+	rt := routing.New(rd)
 	return domains{
 		shipping:   sh,
-		operations: newOperations(d, sh),
+		operations: newOperations(d, sh, rt),
 		insights:   newInsights(d),
-		routing:    routing.New(rd),
+		routing:    rt,
 		embed:      newEmbed(d, s),
 		agent:      newAgent(d, s),
 		locations:  locations.New(d.Store),
@@ -50,9 +51,10 @@ func newDomains(d Deps, s *Server) domains {
 }
 
 // newOperations builds the operations Service: labels through the shipping
-// Service, runs through Temporal on the bulk task queue.
-func newOperations(d Deps, sh *shipping.Service) *operations.Service {
-	od := operations.Deps{Store: d.Store, Logger: d.Logger, Labels: sh}
+// Service, dispatches through the routing Service, runs through Temporal
+// on the bulk task queue.
+func newOperations(d Deps, sh *shipping.Service, rt *routing.Service) *operations.Service {
+	od := operations.Deps{Store: d.Store, Logger: d.Logger, Labels: sh, Dispatches: operations.RoutingDispatches{Routing: rt}}
 	if d.Temporal != nil {
 		queue := d.BulkTaskQueue
 		if queue == "" {

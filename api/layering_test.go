@@ -21,9 +21,10 @@ const (
 // moved onto its service leaves it (the test fails while a listed file no
 // longer needs an entry, so the list cannot go stale).
 var layeringAllowlist = map[string][]string{
+	"agent.go":        {storePkg}, // the agent Service answers store rows (to move to agent types)
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg}, "carrier_accounts.go": {storePkg, workflowsPkg},
-	"embed.go": {storePkg}, "embed_widget.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
+	"embed.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
 	"orders.go": {storePkg}, "organizations.go": {storePkg},
 	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg}, "resync.go": {storePkg, workflowsPkg},
 	"router.go": {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},

@@ -390,7 +390,9 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 			return withShipment(fail("dispatch failed: "+errText(err)), out)
 		}
 		did = true
-		out.DispatchAssignmentID = &aid
+		if aid != uuid.Nil { // uuid.Nil: the order was already assigned to the bridge, not by this item
+			out.DispatchAssignmentID = &aid
+		}
 	}
 	// (4) after_operation.
 	if s.transforms != nil {

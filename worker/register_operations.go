@@ -16,6 +16,7 @@ import (
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/operations"
+	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/transforms"
@@ -32,11 +33,13 @@ func registerOperations(r sdkworker.Registry, deps Deps) {
 }
 
 // NewOperations builds the operations Service of the worker: labels
-// through the shipping Service (the money-safe batch purchase), the runs
+// through the shipping Service (the money-safe batch purchase), dispatches
+// through the routing Service (DispatchToBridge), the runs
 // through Temporal on the bulk task queue.
 func NewOperations(deps Deps) *operations.Service {
 	sh := shipping.New(shipping.Deps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Logger: deps.Logger, Hooks: deps.OrderHooks})
-	d := operations.Deps{Store: deps.Store, Logger: deps.Logger, Labels: sh}
+	rt := routing.New(routing.Deps{Store: deps.Store, Logger: deps.Logger, Hooks: deps.OrderHooks, Starter: DispatchStarter(deps)})
+	d := operations.Deps{Store: deps.Store, Logger: deps.Logger, Labels: sh, Dispatches: operations.RoutingDispatches{Routing: rt}}
 	if deps.Store != nil {
 		d.Transforms = activities.OperationTransforms{Store: deps.Store, Transforms: transforms.New(deps.Store.Pool, nil)}
 	}
