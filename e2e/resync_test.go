@@ -34,6 +34,7 @@ import (
 	"github.com/fos-dev/fos/devenv"
 	"github.com/fos-dev/fos/payloadcodec/codectest"
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
@@ -43,7 +44,13 @@ import (
 	"github.com/fos-dev/fos/workflows"
 )
 
-func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+// TestMain: the test binary is its own sandbox process, so the flows'
+// transformations run in the process pool as in the service.
+func TestMain(m *testing.M) {
+	sandbox.ServeIfChild()
+	os.Setenv("FOS_SANDBOX_MEMORY_MB", "256")
+	os.Exit(storetest.Run(m))
+}
 
 // The task queues, as in production: interactive work and bulk work
 // (rate comparisons) each have their own worker.
