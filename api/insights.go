@@ -76,6 +76,14 @@ func parseIDs(v *validator, field string, raw []string, max int) []uuid.UUID {
 	return out
 }
 
+// idList is parseIDs for a body whose one list is the whole question: its
+// ids, or the 400 naming the bad ones.
+func idList(field string, raw []string, max int) ([]uuid.UUID, error) {
+	var v validator
+	ids := parseIDs(&v, field, raw, max)
+	return ids, v.err()
+}
+
 func insightOptionalID(v *validator, field string, raw *string) *uuid.UUID {
 	if raw == nil {
 		return nil

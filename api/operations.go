@@ -360,9 +360,8 @@ func (s *Server) addOperationItems(w http.ResponseWriter, r *http.Request) error
 	if err := decodeJSON(r, &b); err != nil {
 		return err
 	}
-	var v validator
-	ids := parseIDs(&v, "orderIds", b.OrderIDs, operations.MaxIDs)
-	if err := v.err(); err != nil {
+	ids, err := idList("orderIds", b.OrderIDs, operations.MaxIDs)
+	if err != nil {
 		return err
 	}
 	added, err := s.operations.AddItems(r.Context(), actorOf(r), id, ids)
@@ -457,9 +456,8 @@ func (s *Server) bulkRemoveOperationItems(w http.ResponseWriter, r *http.Request
 	if err := decodeJSON(r, &b); err != nil {
 		return err
 	}
-	var v validator
-	ids := parseIDs(&v, "itemIds", b.ItemIDs, operations.MaxIDs)
-	if err := v.err(); err != nil {
+	ids, err := idList("itemIds", b.ItemIDs, operations.MaxIDs)
+	if err != nil {
 		return err
 	}
 	n, err := s.operations.RemoveItems(r.Context(), actorOf(r), id, ids)
@@ -482,9 +480,8 @@ func (s *Server) applyOperationAction(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &b); err != nil {
 		return err
 	}
-	var v validator
-	ids := parseIDs(&v, "itemIds", b.ItemIDs, operations.MaxIDs)
-	if err := v.err(); err != nil {
+	ids, err := idList("itemIds", b.ItemIDs, operations.MaxIDs)
+	if err != nil {
 		return err
 	}
 	if b.Action == nil {
