@@ -184,18 +184,31 @@ SELECT u.id, u.organization_id, u.external_id, u.name, u.email, u.metadata, u.cr
 // sessions and webhooks go with them; their bridges stay, with end_user_id
 // set to NULL). Run it in a transaction.
 func DeleteEndUser(ctx context.Context, db DBTX, orgID, id uuid.UUID) error {
-	if _, err := db.Exec(ctx, `UPDATE embed_sessions SET revoked_at = now()
- WHERE organization_id = $1 AND end_user_id = $2 AND revoked_at IS NULL`, orgID, id); err != nil {
-		return mapErr(err)
+	_, err := DeleteEndUserRevoking(ctx, db, orgID, id)
+	return err
+}
+
+// DeleteEndUserRevoking is DeleteEndUser answering the ids of the sessions
+// it revoked that were still live (not revoked, not expired): those the
+// event log records as revoked.
+func DeleteEndUserRevoking(ctx context.Context, db DBTX, orgID, id uuid.UUID) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `WITH r AS (
+  UPDATE embed_sessions SET revoked_at = now()
+   WHERE organization_id = $1 AND end_user_id = $2 AND revoked_at IS NULL
+  RETURNING id, expires_at)
+SELECT id FROM r WHERE expires_at > now() ORDER BY id`, orgID, id)
+	live, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, mapErr(err)
 	}
 	tag, err := db.Exec(ctx, `DELETE FROM end_users WHERE organization_id = $1 AND id = $2`, orgID, id)
 	if err != nil {
-		return mapErr(err)
+		return nil, mapErr(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
-	return nil
+	return live, nil
 }
 
 // EmbedSession is an end user's session; its token is stored hashed.
