@@ -153,7 +153,7 @@ func (s *Server) requireEmbedSession(next http.Handler) http.Handler {
 			s.respondError(w, r, err)
 			return
 		}
-		a, err := s.domains.embed.Authenticate(r.Context(), tok)
+		ctx, a, origins, err := s.domains.embed.AuthenticateRequest(r.Context(), tok)
 		if err != nil {
 			var de *domain.Error
 			if errors.As(err, &de) && de.Kind == domain.KindUnauthorized {
@@ -170,14 +170,9 @@ func (s *Server) requireEmbedSession(next http.Handler) http.Handler {
 			ri.orgID = a.OrganizationID
 		}
 		if r.Header.Get("Origin") != "" {
-			ok, err := s.domains.embed.OriginAllowedFor(r.Context(), a.OrganizationID, r.Header.Get("Origin"))
-			if err != nil {
-				s.respondError(w, r, err)
-				return
-			}
-			allowOrigin(w, r, ok)
+			allowOrigin(w, r, embed.OriginAllowed(embed.Config{AllowedOrigins: origins}, r.Header.Get("Origin")))
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), embedActorKeyT{}, a)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, embedActorKeyT{}, a)))
 	})
 }
 
