@@ -44,7 +44,7 @@ func newDomains(d Deps, s *Server) domains {
 		operations: newOperations(d, sh, rt),
 		insights:   newInsights(d),
 		routing:    rt,
-		embed:      newEmbed(d, s),
+		embed:      newEmbed(d, s, sh),
 		agent:      newAgent(d, s),
 		locations:  locations.New(d.Store),
 	}
@@ -75,9 +75,10 @@ func (s *Server) dispatchStarter() rules.DispatchStarter {
 }
 
 // newEmbed builds the embed Service: OAuth and end-user webhook retries
-// through Temporal on the webhook task queue.
-func newEmbed(d Deps, s *Server) *embed.Service {
-	ed := embed.Deps{Store: d.Store, Secrets: d.Secrets, Logger: d.Logger, Platforms: d.Platforms,
+// through Temporal on the webhook task queue; shipments rendered by the
+// shipping Service (test webhook payloads as the API shows them).
+func newEmbed(d Deps, s *Server, sh *shipping.Service) *embed.Service {
+	ed := embed.Deps{Store: d.Store, Secrets: d.Secrets, Logger: d.Logger, Platforms: d.Platforms, Shipments: sh,
 		BridgeConfigs: embedConfigChecker{s}, StorefrontA: d.Embed.StorefrontA, BaseURL: d.BaseURL,
 		AllowPrivateURLs: d.AllowPrivateURLs, OAuth: d.Embed.OAuth, Retries: d.Embed.Retries}
 	if d.Temporal != nil && ed.OAuth == nil {

@@ -33,6 +33,9 @@ type embedLimits struct {
 	autoSessionIP *limiterSet
 	callbackIP    *limiterSet
 	session       *limiterSet
+	// badTokenIP counts refused session tokens per address: past it the
+	// address is refused before any lookup (guessing or replaying tokens).
+	badTokenIP *limiterSet
 }
 
 func newEmbedLimits() embedLimits {
@@ -40,6 +43,7 @@ func newEmbedLimits() embedLimits {
 		autoSessionIP: newLimiterSet("embed sessions from this address", config.Rate{Events: 60, Per: time.Minute}),
 		callbackIP:    newLimiterSet("OAuth callbacks from this address", config.Rate{Events: 60, Per: time.Minute}),
 		session:       newLimiterSet("requests with this embed session", config.Rate{Events: 600, Per: time.Minute}),
+		badTokenIP:    newLimiterSet("refused embed session tokens from this address", config.Rate{Events: 60, Per: time.Minute}),
 	}
 }
 
@@ -144,8 +148,17 @@ func (s *Server) requireEmbedSession(next http.Handler) http.Handler {
 			s.respondError(w, r, errUnauthorized("this endpoint needs an embed session token (Bearer est_...)"))
 			return
 		}
-		a, err := s.domains.embed.Authenticate(r.Context(), tok)
+		ip := s.clientIP(r)
+		if err := s.embedLimits.badTokenIP.blocked(ip); err != nil {
+			s.respondError(w, r, err)
+			return
+		}
+		ctx, a, origins, err := s.domains.embed.AuthenticateRequest(r.Context(), tok)
 		if err != nil {
+			var de *domain.Error
+			if errors.As(err, &de) && de.Kind == domain.KindUnauthorized {
+				_ = s.embedLimits.badTokenIP.check(ip)
+			}
 			s.respondError(w, r, err)
 			return
 		}
@@ -157,14 +170,9 @@ func (s *Server) requireEmbedSession(next http.Handler) http.Handler {
 			ri.orgID = a.OrganizationID
 		}
 		if r.Header.Get("Origin") != "" {
-			ok, err := s.domains.embed.OriginAllowedFor(r.Context(), a.OrganizationID, r.Header.Get("Origin"))
-			if err != nil {
-				s.respondError(w, r, err)
-				return
-			}
-			allowOrigin(w, r, ok)
+			allowOrigin(w, r, embed.OriginAllowed(embed.Config{AllowedOrigins: origins}, r.Header.Get("Origin")))
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), embedActorKeyT{}, a)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, embedActorKeyT{}, a)))
 	})
 }
 

@@ -327,7 +327,12 @@ func TestEmbedEndUsersAndEventLog(t *testing.T) {
 		}
 		require.NotEmpty(t, ev["ip_address"])
 	}
-	require.True(t, types["session.created"] && types["bridge.created"] && types["user.deleted"], "%v", types)
+	require.True(t, types["session.created"] && types["bridge.created"] && types["user.deleted"] && types["session.revoked"], "%v", types)
+	// Deleting Ann revoked her live session, logged where it happened.
+	revoked := e.do(o.key, "GET", "/api/v1/embed/events?event_type=session.revoked&end_user_id="+annID, nil).list()
+	require.Len(t, revoked, 1)
+	require.Equal(t, annRes["sessionId"], revoked[0]["session_id"])
+	require.Equal(t, "user_deleted", revoked[0]["metadata"].(map[string]any)["reason"])
 	only := e.do(o.key, "GET", "/api/v1/embed/events?event_type=bridge.created&end_user_id="+annID, nil)
 	require.Len(t, only.list(), 1)
 	future := url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))

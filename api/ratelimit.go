@@ -100,6 +100,28 @@ func (ls *limiterSet) size() int {
 	return len(ls.buckets)
 }
 
+// blocked answers 429 rate_limited when key has spent its allowance,
+// without spending any (a limit on failures, checked before the work
+// that may fail).
+func (ls *limiterSet) blocked(key string) error {
+	if ls == nil || ls.off {
+		return nil
+	}
+	now := time.Now()
+	ls.mu.Lock()
+	lim, ok := ls.buckets[key]
+	var tokens float64
+	if ok {
+		tokens = lim.TokensAt(now)
+	}
+	ls.mu.Unlock()
+	if !ok || tokens >= 1 {
+		return nil
+	}
+	wait := time.Duration((1 - tokens) / float64(ls.limit) * float64(time.Second))
+	return errRateLimited("too many "+ls.what+"; retry later", wait)
+}
+
 // check answers 429 rate_limited, with the wait in Retry-After, when key
 // has spent its allowance.
 func (ls *limiterSet) check(key string) error {

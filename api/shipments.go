@@ -50,59 +50,27 @@ func (s *Server) mountSignedLabels(r chi.Router) {
 
 // --- JSON shapes (snake_case) ---
 
-// shipmentRateJSON is the price the carrier charged for the label.
-type shipmentRateJSON struct {
-	Amount   float64 `json:"amount"`
-	Currency string  `json:"currency"`
-}
-
 // shipmentListItemJSON is the list item: exactly the specification's
 // fields, plus the included bridge and order.
 type shipmentListItemJSON struct {
-	ID             uuid.UUID         `json:"id"`
-	OrderID        *uuid.UUID        `json:"order_id"`
-	Status         string            `json:"status"`
-	Carrier        string            `json:"carrier"`
-	Service        string            `json:"service"`
-	TrackingNumber *string           `json:"tracking_number"`
-	LabelURL       *string           `json:"label_url"`
-	Rate           *shipmentRateJSON `json:"rate"`
-	ShipDate       *string           `json:"ship_date"`
-	CreatedAt      time.Time         `json:"created_at"`
+	ID             uuid.UUID                  `json:"id"`
+	OrderID        *uuid.UUID                 `json:"order_id"`
+	Status         string                     `json:"status"`
+	Carrier        string                     `json:"carrier"`
+	Service        string                     `json:"service"`
+	TrackingNumber *string                    `json:"tracking_number"`
+	LabelURL       *string                    `json:"label_url"`
+	Rate           *shipping.ShipmentRateJSON `json:"rate"`
+	ShipDate       *string                    `json:"ship_date"`
+	CreatedAt      time.Time                  `json:"created_at"`
 	// Present only when included; null when the bridge or order is gone.
 	Bridge json.RawMessage `json:"bridge,omitempty"`
 	Order  json.RawMessage `json:"order,omitempty"`
 }
 
-// shipmentLabelJSON describes the stored label document.
-type shipmentLabelJSON struct {
-	Format      string `json:"format"`
-	ContentType string `json:"content_type"`
-}
-
-// shipmentJSON is the full shipment (get-one, create, update).
-type shipmentJSON struct {
-	ID               uuid.UUID          `json:"id"`
-	OrderID          *uuid.UUID         `json:"order_id"`
-	BridgeID         *uuid.UUID         `json:"bridge_id"`
-	CarrierAccountID *uuid.UUID         `json:"carrier_account_id"`
-	Status           string             `json:"status"`
-	Carrier          string             `json:"carrier"`
-	Service          string             `json:"service"`
-	TrackingNumber   *string            `json:"tracking_number"`
-	LabelURL         *string            `json:"label_url"`
-	Rate             *shipmentRateJSON  `json:"rate"`
-	ShipDate         *string            `json:"ship_date"`
-	ShipFrom         json.RawMessage    `json:"ship_from"`
-	ShipTo           json.RawMessage    `json:"ship_to"`
-	Parcels          json.RawMessage    `json:"parcels"`
-	Metadata         json.RawMessage    `json:"metadata"`
-	Label            *shipmentLabelJSON `json:"label"`
-	CreatedAt        time.Time          `json:"created_at"`
-	UpdatedAt        time.Time          `json:"updated_at"`
-	Bridge           json.RawMessage    `json:"bridge,omitempty"`
-	Order            json.RawMessage    `json:"order,omitempty"`
-}
+// shipmentJSON is the full shipment (get-one, create, update): the
+// shipping domain's rendering, shared with the end-user webhook payloads.
+type shipmentJSON = shipping.ShipmentJSON
 
 // shipmentOrderJSON is the order of include=order.
 type shipmentOrderJSON struct {
@@ -117,25 +85,6 @@ type shipmentOrderJSON struct {
 	CreatedAt   time.Time             `json:"created_at"`
 }
 
-func shipmentRate(sh shipping.Shipment) *shipmentRateJSON {
-	if sh.RateAmount == nil {
-		return nil
-	}
-	cur := "USD"
-	if sh.RateCurrency != nil && *sh.RateCurrency != "" {
-		cur = *sh.RateCurrency
-	}
-	return &shipmentRateJSON{Amount: *sh.RateAmount, Currency: cur}
-}
-
-func shipmentDate(t *time.Time) *string {
-	if t == nil {
-		return nil
-	}
-	d := t.Format("2006-01-02")
-	return &d
-}
-
 func shipmentRaw(raw json.RawMessage, empty string) json.RawMessage {
 	if len(raw) == 0 {
 		return json.RawMessage(empty)
@@ -146,24 +95,13 @@ func shipmentRaw(raw json.RawMessage, empty string) json.RawMessage {
 func (s *Server) toShipmentListItemJSON(sh shipping.Shipment) shipmentListItemJSON {
 	return shipmentListItemJSON{
 		ID: sh.ID, OrderID: sh.OrderID, Status: sh.Status, Carrier: sh.Carrier, Service: sh.Service,
-		TrackingNumber: sh.TrackingNumber, LabelURL: s.shipping.LabelURL(sh), Rate: shipmentRate(sh),
-		ShipDate: shipmentDate(sh.ShipDate), CreatedAt: sh.CreatedAt,
+		TrackingNumber: sh.TrackingNumber, LabelURL: s.shipping.LabelURL(sh), Rate: shipping.ShipmentRateOf(sh),
+		ShipDate: shipping.ShipDateOf(sh.ShipDate), CreatedAt: sh.CreatedAt,
 	}
 }
 
 func (s *Server) toShipmentJSON(sh shipping.Shipment) shipmentJSON {
-	out := shipmentJSON{
-		ID: sh.ID, OrderID: sh.OrderID, BridgeID: sh.BridgeID, CarrierAccountID: sh.CarrierAccountID,
-		Status: sh.Status, Carrier: sh.Carrier, Service: sh.Service, TrackingNumber: sh.TrackingNumber,
-		LabelURL: s.shipping.LabelURL(sh), Rate: shipmentRate(sh), ShipDate: shipmentDate(sh.ShipDate),
-		ShipFrom: shipmentRaw(sh.ShipFrom, "null"), ShipTo: shipmentRaw(sh.ShipTo, "null"),
-		Parcels: shipmentRaw(sh.Parcels, "[]"), Metadata: shipmentRaw(sh.Metadata, "{}"),
-		CreatedAt: sh.CreatedAt, UpdatedAt: sh.UpdatedAt,
-	}
-	if sh.HasLabel() {
-		out.Label = &shipmentLabelJSON{Format: *sh.LabelFormat, ContentType: deref(sh.LabelContentType)}
-	}
-	return out
+	return s.shipping.ShipmentJSONOf(sh)
 }
 
 // withIncludes sets the included bridge and order of one shipment.

@@ -113,7 +113,8 @@ func startEmbedStack(t testing.TB) *embedStack {
 }
 
 // embedAccount makes an organization with an embed config and returns its
-// embed:manage key and publishable key.
+// key (embed:manage, with the bridge, order, shipment and dispatcher
+// scopes) and publishable key.
 func (s *embedStack) embedAccount(patch map[string]any) (orgID, key, pk string) {
 	s.t.Helper()
 	signup := data(s.mustCall(201, "", "POST", "/api/v1/auth/signup", map[string]any{
@@ -122,7 +123,8 @@ func (s *embedStack) embedAccount(patch map[string]any) (orgID, key, pk string) 
 	}))
 	token := signup["access_token"].(string)
 	orgID = signup["organization"].(map[string]any)["id"].(string)
-	code, res := s.call(token, orgID, "POST", "/api/v1/api-keys", map[string]any{"name": "embed", "scopes": []string{"embed:manage"}})
+	code, res := s.call(token, orgID, "POST", "/api/v1/api-keys", map[string]any{"name": "embed", "scopes": []string{"embed:manage",
+		"bridges:read", "bridges:write", "orders:read", "orders:write", "shipments:read", "dispatchers:read", "dispatchers:write"}})
 	require.Equal(s.t, 201, code, "%v", res)
 	key = data(res)["key"].(string)
 	if patch == nil {
@@ -241,4 +243,117 @@ func TestEndUserWebhookDeliveryWithRetries(t *testing.T) {
 		}
 		return true
 	}, 30*time.Second, 100*time.Millisecond)
+}
+
+// payloadsOf waits for n deliveries at rc and returns their bodies by
+// event.
+func payloadsOf(t *testing.T, rc *hookReceiver, n int) map[string]map[string]any {
+	t.Helper()
+	require.Eventually(t, func() bool { return rc.count() >= n }, 60*time.Second, 50*time.Millisecond, "got %d of %d", rc.count(), n)
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := map[string]map[string]any{}
+	for _, raw := range rc.bodies {
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(raw, &p))
+		out[p["event"].(string)] = p
+	}
+	return out
+}
+
+// The data of an end-user webhook payload is the resource as the API shows
+// it (CONTRACT 12): order.created carries exactly GET /orders/:id's data,
+// shipment.created and shipment.shipped GET /shipments/:id's at that
+// moment, bridge.connected the embed bridge with its secrets masked.
+func TestEndUserWebhookPayloadsAreTheResourcesAsTheAPIShowsThem(t *testing.T) {
+	s := startEmbedStack(t)
+	rc := &hookReceiver{}
+	recv := httptest.NewServer(rc)
+	defer recv.Close()
+	orgID, key, _ := s.embedAccount(nil)
+	tok := data(s.mustCall(201, key, "POST", "/api/v1/embed/sessions", map[string]any{"externalId": "ann"}))["token"].(string)
+	s.mustCall(201, tok, "POST", "/api/v1/embed/webhooks", map[string]any{"url": recv.URL, "secret": "whsec-ann-0123456789",
+		"events": []string{"order.created", "shipment.created", "shipment.shipped", "bridge.connected"}})
+	bridge := data(s.mustCall(201, tok, "POST", "/api/v1/embed/bridges", map[string]any{"type": "storefront_a", "name": "Ann's shop",
+		"config": map[string]any{"shopDomain": "ann.myshopify.com", "accessToken": "shpat_ann_secret"}}))
+	bid := bridge["id"].(string)
+	order := data(s.mustCall(201, key, "POST", "/api/v1/orders", dispatchOrderBody(bid, "P-1", 42)))
+	oid := order["id"].(string)
+
+	got := payloadsOf(t, rc, 2)
+	want := s.mustCall(200, key, "GET", "/api/v1/orders/"+oid, nil)["data"]
+	require.Equal(t, want, got["order.created"]["data"], "order.created data is GET /orders/:id")
+	conn := got["bridge.connected"]["data"].(map[string]any)
+	require.Equal(t, bid, conn["id"])
+	require.Equal(t, platforms.RedactedValue, conn["config"].(map[string]any)["accessToken"], "secrets masked")
+	require.NotContains(t, string(rc.bodies[0])+string(rc.bodies[1]), "shpat_ann_secret")
+
+	// A shipment of the order: created, then shipped.
+	org, ordID := uuid.MustParse(orgID), uuid.MustParse(oid)
+	sh, _, err := store.InsertPendingShipment(t.Context(), s.store.Pool, store.Shipment{ID: uuid.New(), OrganizationID: org, OrderID: &ordID,
+		Carrier: "carrier_a", Service: "ground", ShipTo: json.RawMessage(`{"name":"Jane Doe","city":"Austin"}`),
+		Parcels: json.RawMessage(`[{"weight":1}]`)})
+	require.NoError(t, err)
+	got = payloadsOf(t, rc, 3)
+	created := s.mustCall(200, key, "GET", "/api/v1/shipments/"+sh.ID.String(), nil)["data"]
+	require.Equal(t, created, got["shipment.created"]["data"], "shipment.created data is GET /shipments/:id")
+	_, err = s.store.Pool.Exec(t.Context(), `UPDATE shipments SET status = 'in_transit', tracking_number = '1Z999', updated_at = now() WHERE id = $1`, sh.ID)
+	require.NoError(t, err)
+	got = payloadsOf(t, rc, 4)
+	shipped := s.mustCall(200, key, "GET", "/api/v1/shipments/"+sh.ID.String(), nil)["data"]
+	require.Equal(t, shipped, got["shipment.shipped"]["data"], "shipment.shipped data is GET /shipments/:id")
+	require.Equal(t, "1Z999", got["shipment.shipped"]["data"].(map[string]any)["tracking_number"])
+}
+
+// The new orders of an end user's bridge are evaluated by the embed
+// config's default dispatcher (CONTRACT 12) through the routing domain's
+// own evaluation: the order over the dispatcher's condition is assigned to
+// its destination and pushed there by the DispatchAssignment workflow, the
+// one under it is not, and an organization bridge that is not among the
+// dispatcher's sources is not routed by it. Deleting the dispatcher clears
+// the setting.
+func TestEmbedDefaultDispatcherRoutesEndUserOrders(t *testing.T) {
+	s := startEmbedStack(t)
+	_, key, _ := s.embedAccount(nil)
+	hub := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "shipping_hub_a", "name": "Hub", "config": map[string]any{"apiKey": "emb-" + uuid.NewString()[:8], "apiSecret": "secret"}}))["id"].(string)
+	shop := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "storefront_a", "name": "Own shop", "config": map[string]any{"shopDomain": "own-" + uuid.NewString()[:8] + ".example.com", "accessToken": "shpat_own"}}))["id"].(string)
+	other := data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
+		"type": "storefront_a", "name": "Other shop", "config": map[string]any{"shopDomain": "oth-" + uuid.NewString()[:8] + ".example.com", "accessToken": "shpat_oth"}}))["id"].(string)
+	disp := data(s.mustCall(201, key, "POST", "/api/v1/dispatchers", map[string]any{
+		"name": "Embed default", "sourceBridgeIds": []any{shop}, "destinationBridgeId": hub,
+		"conditions": []any{map[string]any{"field": "totals.total", "operator": "greater_than", "value": 100}},
+	}))["id"].(string)
+	cfg := data(s.mustCall(200, key, "PATCH", "/api/v1/embed/config", map[string]any{"default_dispatcher_id": disp}))
+	require.Equal(t, disp, cfg["default_dispatcher_id"])
+
+	tok := data(s.mustCall(201, key, "POST", "/api/v1/embed/sessions", map[string]any{"externalId": "ann"}))["token"].(string)
+	annBridge := data(s.mustCall(201, tok, "POST", "/api/v1/embed/bridges", map[string]any{"type": "storefront_a", "name": "Ann's shop",
+		"config": map[string]any{"shopDomain": "ann.myshopify.com", "accessToken": "shpat_ann"}}))["id"].(string)
+
+	big := data(s.mustCall(201, key, "POST", "/api/v1/orders", dispatchOrderBody(annBridge, "E-BIG", 250)))["id"].(string)
+	s.mustCall(201, key, "POST", "/api/v1/orders", dispatchOrderBody(annBridge, "E-SMALL", 20))
+	s.mustCall(201, key, "POST", "/api/v1/orders", dispatchOrderBody(other, "O-BIG", 300))
+	as := s.waitAssignments(key, disp, 1, dispatchWait)
+	require.Len(t, as, 1, "%v", as)
+	a := as[0]
+	require.Equal(t, big, a["orderId"])
+	require.Equal(t, hub, a["destinationBridgeId"])
+	require.Equal(t, "completed", a["status"], "%v", a)
+	require.Equal(t, "order_created", a["metadata"].(map[string]any)["trigger"])
+	order := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+big, nil))
+	require.NotNil(t, order["sentToFulfillment"], "pushed to the hub")
+	d := data(s.mustCall(200, key, "GET", "/api/v1/dispatchers/"+disp, nil))
+	require.Equal(t, float64(1), d["ordersAssigned"])
+
+	// The manual evaluation of the routing domain runs it too (nothing
+	// new: the order is assigned there already).
+	ev := data(s.mustCall(200, key, "POST", "/api/v1/dispatchers/evaluate/"+big, nil))
+	require.Equal(t, float64(0), ev["assignmentsCreated"])
+
+	// A deleted dispatcher is no longer the default.
+	s.mustCall(200, key, "DELETE", "/api/v1/dispatchers/"+disp, nil)
+	cfg = data(s.mustCall(200, key, "GET", "/api/v1/embed/config/me", nil))
+	require.Nil(t, cfg["default_dispatcher_id"])
 }

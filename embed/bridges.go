@@ -197,16 +197,11 @@ func (s *Service) insertBridge(ctx context.Context, sc sessionScope, typ, name s
 			return err
 		}
 		if status == store.BridgeActive {
-			return store.EnqueueEmbedEvent(ctx, tx, orgID, eu, "bridge.connected", s.bridgeEventData(b, eu))
+			return store.EnqueueEmbedEvent(ctx, tx, orgID, eu, "bridge.connected", s.ToBridge(b, &eu, false))
 		}
 		return nil
 	})
 	return b, err
-}
-
-func (s *Service) bridgeEventData(b store.Bridge, eu uuid.UUID) map[string]any {
-	return map[string]any{"id": b.ID, "organizationId": b.OrganizationID, "type": b.Type, "name": b.Name,
-		"status": b.Status, "endUserId": eu, "createdAt": b.CreatedAt, "updatedAt": b.UpdatedAt}
 }
 
 func slugsOf(ts []platforms.BridgeType) []string {

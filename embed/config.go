@@ -306,19 +306,6 @@ func allowedTypes(c Config, session []string) []platforms.BridgeType {
 	return out
 }
 
-// OriginAllowedFor reports whether the organization's config allows a
-// browser origin (any, when the config names none or there is no config).
-func (s *Service) OriginAllowedFor(ctx context.Context, orgID uuid.UUID, origin string) (bool, error) {
-	c, err := store.EmbedConfigByOrganization(ctx, s.store.Pool, orgID)
-	if errors.Is(err, store.ErrNotFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return OriginAllowed(c, origin), nil
-}
-
 // WidgetConfig is the active config of a publishable key (the connect
 // page); an unknown key or an inactive config is not found.
 func (s *Service) WidgetConfig(ctx context.Context, publishableKey string) (Config, error) {

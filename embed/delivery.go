@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/netguard"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -236,6 +237,49 @@ type DispatchResult struct {
 	Retrying   int `json:"retrying"`
 }
 
+// eventData is the payload data of each outbox event: the resource as the
+// API shows it (CONTRACT 12), rendered from the snapshot the event holds
+// with the API's own serializers: an order as GET /orders/:id
+// (rules.OrderDetailJSONOf), a shipment as GET /shipments/:id
+// (shipping.ShipmentJSONOf), a bridge as the embed bridge (config
+// masked). An event without a snapshot (written before them, or by the
+// service with its data rendered already) keeps its data.
+func (s *Service) eventData(ctx context.Context, events []store.OutboxEvent) (map[int64]any, error) {
+	out := make(map[int64]any, len(events))
+	var ids []int64
+	for _, e := range events {
+		out[e.ID] = e.Data
+		if e.Resource != nil {
+			ids = append(ids, e.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	snaps, err := store.LoadOutboxSnapshots(ctx, s.store.Pool, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox snapshots: %w", err)
+	}
+	for _, e := range events {
+		if e.Resource == nil {
+			continue
+		}
+		if o, ok := snaps.Orders[e.ID]; ok {
+			out[e.ID] = rules.OrderDetailJSONOf(o)
+		} else if sh, ok := snaps.Shipments[e.ID]; ok {
+			out[e.ID] = s.shipments.ShipmentJSONOf(sh)
+		} else if b, ok := snaps.Bridges[e.ID]; ok {
+			eu := e.EndUserID
+			out[e.ID] = s.ToBridge(b, &eu, false)
+		} else {
+			// Cannot happen for rows the triggers wrote: never send a raw
+			// snapshot (it holds columns the API does not show).
+			out[e.ID] = map[string]any{"id": e.Data["id"]}
+		}
+	}
+	return out, nil
+}
+
 // DispatchOutbox fans out up to limit outbox events (the EmbedOutbox
 // workflow's activity; run by one workflow at a time). Events are marked
 // dispatched only after every delivery made its first attempt or has its
@@ -250,11 +294,18 @@ func (s *Service) DispatchOutbox(ctx context.Context, limit int, heartbeat func(
 	if err != nil {
 		return DispatchResult{}, err
 	}
+	data, err := s.eventData(ctx, events)
+	if err != nil {
+		return DispatchResult{}, err
+	}
 	var rows []store.WebhookDelivery
 	hooks := map[uuid.UUID]store.EndUserWebhook{}
 	for _, e := range events {
+		if len(subs[e.ID]) == 0 {
+			continue
+		}
 		body, err := json.Marshal(Payload{Event: e.Event, OrganizationID: e.OrganizationID, EndUserID: e.EndUserID,
-			Timestamp: e.CreatedAt.UTC(), Data: e.Data})
+			Timestamp: e.CreatedAt.UTC(), Data: data[e.ID]})
 		if err != nil {
 			return DispatchResult{}, err
 		}

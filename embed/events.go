@@ -11,7 +11,24 @@ import (
 )
 
 // EventTypes are the audit event types of Part 3, plus webhook update and
-// delete (issue 21).
+// delete (issue 21); the event log filter accepts each. Where they are
+// logged, in the transaction of the change:
+//
+//	session.created, session.auto_created  newSession (server-side, auto)
+//	session.revoked                        RevokeSession; DeleteEndUser, for each live session
+//	bridge.created                         CreateBridge; ExchangeOAuthCode (OAuth callback)
+//	bridge.oauth_started                   StartOAuth
+//	bridge.updated, bridge.deleted         UpdateBridge, DeleteBridge
+//	user.deleted                           DeleteEndUser
+//	webhook.created/updated/deleted        CreateWebhook, UpdateWebhook, DeleteWebhook
+//
+// action_request.*, alert_rule.created and tracking_page.created name
+// resources of the action_requests, smart_alerts and branded_tracking
+// features, which Part 3 lists as flags only ("objects ... not shown",
+// "endpoints ... not shown"): the service has no such resource, so nothing
+// logs them (the agent's pending actions and standing orders, and the
+// carrier shipment actions, are organization resources outside embed,
+// not these).
 var EventTypes = []string{
 	"session.created", "session.auto_created", "session.revoked",
 	"bridge.created", "bridge.updated", "bridge.deleted", "bridge.oauth_started",

@@ -287,7 +287,7 @@ func (s *Service) ExchangeOAuthCode(ctx context.Context, in ExchangeInput) (Exch
 			return err
 		}
 		if in.EndUserID != nil {
-			return store.EnqueueEmbedEvent(ctx, tx, b.OrganizationID, *in.EndUserID, "bridge.connected", s.bridgeEventData(nb, *in.EndUserID))
+			return store.EnqueueEmbedEvent(ctx, tx, b.OrganizationID, *in.EndUserID, "bridge.connected", s.ToBridge(nb, in.EndUserID, false))
 		}
 		return nil
 	})

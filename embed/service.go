@@ -30,6 +30,7 @@ import (
 	"github.com/fos-dev/fos/netguard"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/secrets"
+	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -87,6 +88,10 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Platforms are the connectors a bridge test calls.
 	Platforms *platforms.Registry
+	// Shipments renders shipments as the API shows them (webhook
+	// payloads; their signed label URLs). Nil: one over Store, Secrets and
+	// BaseURL.
+	Shipments *shipping.Service
 	// BridgeConfigs validates embed bridge configs (nil: catalog rules
 	// only).
 	BridgeConfigs BridgeConfigChecker
@@ -112,6 +117,7 @@ type Service struct {
 	secrets       *secrets.Box
 	log           *slog.Logger
 	platforms     *platforms.Registry
+	shipments     *shipping.Service
 	configs       BridgeConfigChecker
 	oauth         OAuthRuns
 	retries       RedeliveryRuns
@@ -149,7 +155,11 @@ func New(d Deps) *Service {
 	if d.StorefrontA.Scopes == "" {
 		d.StorefrontA.Scopes = "read_orders,read_locations,read_merchant_managed_fulfillment_orders,write_merchant_managed_fulfillment_orders"
 	}
-	return &Service{store: d.Store, secrets: d.Secrets, log: log, platforms: d.Platforms, configs: d.BridgeConfigs,
+	sh := d.Shipments
+	if sh == nil {
+		sh = shipping.New(shipping.Deps{Store: d.Store, Secrets: d.Secrets, Logger: log, BaseURL: d.BaseURL})
+	}
+	return &Service{store: d.Store, secrets: d.Secrets, log: log, platforms: d.Platforms, shipments: sh, configs: d.BridgeConfigs,
 		oauth: d.OAuth, retries: d.Retries, sfa: d.StorefrontA, baseURL: d.BaseURL, allowPrivate: d.AllowPrivateURLs,
 		webhookClient: wc, tokenClient: tc, now: time.Now}
 }

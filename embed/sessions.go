@@ -240,25 +240,38 @@ func (s *Service) RevokeSession(ctx context.Context, a domain.Actor, id uuid.UUI
 
 // Authenticate turns an est_ token into the embed Actor of its session
 // (ID: the session id). An unknown, revoked or expired token is
-// Unauthorized. One unique-index lookup, never cached, so a revocation
-// holds from the next request on.
+// Unauthorized. One unique-index lookup, never cached across requests, so
+// a revocation holds from the next request on.
 func (s *Service) Authenticate(ctx context.Context, token string) (domain.Actor, error) {
+	_, a, _, err := s.AuthenticateRequest(ctx, token)
+	return a, err
+}
+
+// AuthenticateRequest is Authenticate for one request: the same single
+// round trip also reads the session's scope and config, which the returned
+// context carries, so the request's operations do not read them again,
+// and answers the config's allowed origins (for CORS; empty: any).
+func (s *Service) AuthenticateRequest(ctx context.Context, token string) (context.Context, domain.Actor, []string, error) {
 	if !strings.HasPrefix(token, SessionTokenPrefix) || len(token) > 200 {
-		return domain.Actor{}, unauthorized("invalid, revoked or expired session token")
+		return ctx, domain.Actor{}, nil, unauthorized("invalid, revoked or expired session token")
 	}
-	sess, err := store.EmbedSessionByTokenHash(ctx, s.store.Pool, hashToken(token))
+	sc, err := store.EmbedSessionScopeByTokenHash(ctx, s.store.Pool, hashToken(token))
 	if errors.Is(err, store.ErrNotFound) {
-		return domain.Actor{}, unauthorized("invalid, revoked or expired session token")
+		return ctx, domain.Actor{}, nil, unauthorized("invalid, revoked or expired session token")
 	}
 	if err != nil {
-		return domain.Actor{}, err
+		return ctx, domain.Actor{}, nil, err
 	}
-	if sess.RevokedAt != nil || !s.now().Before(sess.ExpiresAt) {
-		return domain.Actor{}, unauthorized("invalid, revoked or expired session token")
+	if sc.RevokedAt != nil || !s.now().Before(sc.ExpiresAt) {
+		return ctx, domain.Actor{}, nil, unauthorized("invalid, revoked or expired session token")
 	}
-	return domain.Actor{Kind: domain.ActorEmbed, ID: sess.ID, OrganizationID: sess.OrganizationID,
-		Name: "embed session", Scopes: sess.Scopes, Scoped: true}, nil
+	a := domain.Actor{Kind: domain.ActorEmbed, ID: sc.ID, OrganizationID: sc.OrganizationID,
+		Name: "embed session", Scopes: sc.Scopes, Scoped: true}
+	return context.WithValue(ctx, scopeKey, sc), a, sc.ConfigAllowedOrigins, nil
 }
+
+// scopeKey carries the session scope read by AuthenticateRequest.
+const scopeKey ctxKey = 2
 
 // sessionScope is what an embed actor may reach: its session, end user
 // and the organization's config (only the parts a session uses: allowed
@@ -282,8 +295,9 @@ func (c sessionScope) typeAllowed(t string) bool {
 
 func (c sessionScope) feature(f string) bool { return slices.Contains(c.config.EnabledFeatures, f) }
 
-// scopeOf loads the embed actor's session (again valid: revoked since the
-// request began is refused) and checks scope.
+// scopeOf is the embed actor's session as this request's authentication
+// read it (AuthenticateRequest), or read again (still valid: revoked or
+// expired is refused), and checks scope.
 func (s *Service) scopeOf(ctx context.Context, a domain.Actor, scope string) (sessionScope, error) {
 	if a.Kind != domain.ActorEmbed {
 		return sessionScope{}, domain.Forbidden("this endpoint needs an embed session token (est_)")
@@ -293,7 +307,12 @@ func (s *Service) scopeOf(ctx context.Context, a domain.Actor, scope string) (se
 			return sessionScope{}, err
 		}
 	}
-	sc, err := store.EmbedSessionScopeByID(ctx, s.store.Pool, a.OrganizationID, a.ID)
+	// Read with this request's authentication, or else now.
+	sc, ok := ctx.Value(scopeKey).(store.EmbedSessionScope)
+	var err error
+	if !ok || sc.ID != a.ID || sc.OrganizationID != a.OrganizationID {
+		sc, err = store.EmbedSessionScopeByID(ctx, s.store.Pool, a.OrganizationID, a.ID)
+	}
 	if err != nil || sc.RevokedAt != nil || !s.now().Before(sc.ExpiresAt) {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return sessionScope{}, err

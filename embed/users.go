@@ -38,8 +38,9 @@ func (s *Service) GetEndUser(ctx context.Context, a domain.Actor, id uuid.UUID) 
 	return EndUserDetail{EndUser: u, Bridges: bridges}, err
 }
 
-// DeleteEndUser revokes the end user's sessions and deletes them; their
-// bridges stay with the organization, with no end user.
+// DeleteEndUser revokes the end user's sessions (each live one logged as
+// session.revoked) and deletes them (user.deleted); their bridges stay
+// with the organization, with no end user.
 func (s *Service) DeleteEndUser(ctx context.Context, a domain.Actor, id uuid.UUID) error {
 	if err := requireOrgActor(a); err != nil {
 		return err
@@ -49,8 +50,15 @@ func (s *Service) DeleteEndUser(ctx context.Context, a domain.Actor, id uuid.UUI
 		if err != nil {
 			return notFoundAs(err, "end user")
 		}
-		if err := store.DeleteEndUser(ctx, tx, a.OrganizationID, id); err != nil {
+		revoked, err := store.DeleteEndUserRevoking(ctx, tx, a.OrganizationID, id)
+		if err != nil {
 			return notFoundAs(err, "end user")
+		}
+		for _, sid := range revoked {
+			if err := s.logEvent(ctx, tx, a.OrganizationID, &u.ID, &sid, "session.revoked", "session", sid.String(),
+				map[string]any{"reason": "user_deleted"}); err != nil {
+				return err
+			}
 		}
 		return s.logEvent(ctx, tx, a.OrganizationID, &u.ID, nil, "user.deleted", "end_user", u.ID.String(), map[string]any{"externalId": u.ExternalID})
 	})

@@ -218,13 +218,49 @@ func ActiveDispatchers(ctx context.Context, db DBTX, orgID, sourceBridgeID uuid.
 	return out, mapErr(err)
 }
 
-// ActiveDispatchersForOrder is ActiveDispatchers for the order's bridge, in
+// The embed config's default dispatcher (CONTRACT 12: the new orders of
+// bridges created through embed, those with an end user, are evaluated by
+// it) is one of the dispatchers that apply to such an order, as if the
+// bridge were among its sources: on order_created (and manual evaluation)
+// whatever its triggerOn, on other triggers when it lists them, never
+// towards the order's own bridge. The queries below that pick the
+// dispatchers of an order (and CreateOrderProbe's question) include it, so
+// the routing domain's evaluation (rules.Hooks.Dispatch, conditions,
+// assignment, start) runs it like any other.
+
+// embedDefaultDispatcherSQL is the default dispatcher id of the config of
+// org when bridge belongs to an end user (NULL otherwise).
+func embedDefaultDispatcherSQL(org, bridge string) string {
+	return `(SELECT c.default_dispatcher_id FROM embed_configs c JOIN bridges eb ON eb.organization_id = c.organization_id
+  WHERE c.organization_id = ` + org + ` AND eb.id = ` + bridge + ` AND eb.end_user_id IS NOT NULL)`
+}
+
+// embedDefaultTriggerSQL: the default dispatcher runs on new orders
+// ("order_created", rules.TriggerOrderCreated) and on a manual run (""),
+// and on the triggers it lists.
+func embedDefaultTriggerSQL(trigger string) string {
+	return `(` + trigger + ` IN ('', 'order_created') OR ` + trigger + ` = ANY(d.trigger_on))`
+}
+
+// embedDefaultAppliesSQL tells whether the embed default dispatcher applies
+// to an order of bridge for trigger.
+func embedDefaultAppliesSQL(org, bridge, trigger string) string {
+	return `EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = ` + org + ` AND d.is_active
+  AND d.id = ` + embedDefaultDispatcherSQL(org, bridge) + ` AND d.destination_bridge_id <> ` + bridge + `
+  AND ` + embedDefaultTriggerSQL(trigger) + `)`
+}
+
+// ActiveDispatchersForOrder is ActiveDispatchers for the order's bridge
+// (and the embed default dispatcher, above), in
 // one query (none for an order without a bridge or of another
 // organization): the order hooks ask it for every new order.
 func ActiveDispatchersForOrder(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, trigger string) ([]Dispatcher, error) {
 	rows, _ := db.Query(ctx, `SELECT `+prefixCols("d.", dispatcherCols)+` FROM orders o
-  JOIN dispatchers d ON d.organization_id = o.organization_id AND d.is_active AND d.source_bridge_ids @> ARRAY[o.bridge_id]
- WHERE o.organization_id = $1 AND o.id = $2 AND o.bridge_id IS NOT NULL AND ($3 = '' OR $3 = ANY(d.trigger_on))
+  JOIN dispatchers d ON d.organization_id = o.organization_id AND d.is_active
+   AND ((d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
+        OR (d.id = `+embedDefaultDispatcherSQL("o.organization_id", "o.bridge_id")+`
+            AND d.destination_bridge_id <> o.bridge_id AND `+embedDefaultTriggerSQL("$3")+`))
+ WHERE o.organization_id = $1 AND o.id = $2 AND o.bridge_id IS NOT NULL
  ORDER BY d.priority DESC, d.name, d.id`, orgID, orderID, trigger)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Dispatcher])
 	return out, mapErr(err)
@@ -239,6 +275,7 @@ func OrderRulesApply(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, tri
 	err = db.QueryRow(ctx, `SELECT
   EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = o.organization_id AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = o.bridge_id)),
   EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = o.organization_id AND d.is_active AND d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
+  OR `+embedDefaultAppliesSQL("o.organization_id", "o.bridge_id", "$3")+`
   FROM orders o WHERE o.organization_id = $1 AND o.id = $2 AND o.bridge_id IS NOT NULL`, orgID, orderID, trigger).Scan(&split, &dispatch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, false, nil

@@ -184,18 +184,31 @@ SELECT u.id, u.organization_id, u.external_id, u.name, u.email, u.metadata, u.cr
 // sessions and webhooks go with them; their bridges stay, with end_user_id
 // set to NULL). Run it in a transaction.
 func DeleteEndUser(ctx context.Context, db DBTX, orgID, id uuid.UUID) error {
-	if _, err := db.Exec(ctx, `UPDATE embed_sessions SET revoked_at = now()
- WHERE organization_id = $1 AND end_user_id = $2 AND revoked_at IS NULL`, orgID, id); err != nil {
-		return mapErr(err)
+	_, err := DeleteEndUserRevoking(ctx, db, orgID, id)
+	return err
+}
+
+// DeleteEndUserRevoking is DeleteEndUser answering the ids of the sessions
+// it revoked that were still live (not revoked, not expired): those the
+// event log records as revoked.
+func DeleteEndUserRevoking(ctx context.Context, db DBTX, orgID, id uuid.UUID) ([]uuid.UUID, error) {
+	rows, _ := db.Query(ctx, `WITH r AS (
+  UPDATE embed_sessions SET revoked_at = now()
+   WHERE organization_id = $1 AND end_user_id = $2 AND revoked_at IS NULL
+  RETURNING id, expires_at)
+SELECT id FROM r WHERE expires_at > now() ORDER BY id`, orgID, id)
+	live, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, mapErr(err)
 	}
 	tag, err := db.Exec(ctx, `DELETE FROM end_users WHERE organization_id = $1 AND id = $2`, orgID, id)
 	if err != nil {
-		return mapErr(err)
+		return nil, mapErr(err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrNotFound
+		return nil, ErrNotFound
 	}
-	return nil
+	return live, nil
 }
 
 // EmbedSession is an end user's session; its token is stored hashed.
@@ -396,19 +409,33 @@ type EmbedSessionScope struct {
 	ConfigAllowedBridgeTypes []string       `db:"config_allowed_bridge_types"`
 	ConfigEnabledFeatures    []string       `db:"config_enabled_features"`
 	ConfigSettings           map[string]any `db:"config_settings"`
+	ConfigAllowedOrigins     []string       `db:"config_allowed_origins"`
 }
 
-// EmbedSessionScopeByID reads a session of the organization and its
-// config in one round trip.
-func EmbedSessionScopeByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (EmbedSessionScope, error) {
-	rows, _ := db.Query(ctx, `
+// embedSessionScopeSQL reads a session with its config; the caller adds
+// the WHERE clause.
+const embedSessionScopeSQL = `
 SELECT s.id, s.organization_id, s.end_user_id, s.kind, s.scopes, s.allowed_bridge_types, s.expires_at, s.revoked_at, s.created_at,
        c.id IS NOT NULL AS has_config,
        coalesce(c.allowed_bridge_types, '{}') AS config_allowed_bridge_types,
        coalesce(c.enabled_features, '{}') AS config_enabled_features,
-       coalesce(c.settings, '{}') AS config_settings
-  FROM embed_sessions s LEFT JOIN embed_configs c ON c.organization_id = s.organization_id
- WHERE s.organization_id = $1 AND s.id = $2`, orgID, id)
+       coalesce(c.settings, '{}') AS config_settings,
+       coalesce(c.allowed_origins, '{}') AS config_allowed_origins
+  FROM embed_sessions s LEFT JOIN embed_configs c ON c.organization_id = s.organization_id`
+
+// EmbedSessionScopeByID reads a session of the organization and its
+// config in one round trip.
+func EmbedSessionScopeByID(ctx context.Context, db DBTX, orgID, id uuid.UUID) (EmbedSessionScope, error) {
+	rows, _ := db.Query(ctx, embedSessionScopeSQL+` WHERE s.organization_id = $1 AND s.id = $2`, orgID, id)
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[EmbedSessionScope])
+	return out, mapErr(err)
+}
+
+// EmbedSessionScopeByTokenHash is EmbedSessionScopeByID by the token's
+// hash (one unique-index lookup): what authenticating a session request
+// reads.
+func EmbedSessionScopeByTokenHash(ctx context.Context, db DBTX, hash []byte) (EmbedSessionScope, error) {
+	rows, _ := db.Query(ctx, embedSessionScopeSQL+` WHERE s.token_hash = $1`, hash)
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[EmbedSessionScope])
 	return out, mapErr(err)
 }

@@ -267,3 +267,60 @@ func TestRecordFirstSuccessesResetsFailuresOnce(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, out.Recorded)
 }
+
+// The embed config's default dispatcher applies to the orders of end
+// users' bridges (CONTRACT 12) wherever the routing domain asks which
+// dispatchers apply: on order_created and manual runs whatever its
+// triggerOn, on other triggers when it lists them; never to other bridges'
+// orders, never towards the order's own bridge.
+func TestEmbedDefaultDispatcherApplies(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, shop := orderTestOrg(t, s)
+	hub := dispTestBridge(t, s, org)
+	endUserBridge, plain := dispTestBridge(t, s, org), dispTestBridge(t, s, org)
+	u := embedTestUser(t, s, org, "ann")
+	require.NoError(t, store.SetBridgeEndUser(ctx, s.Pool, org, endUserBridge, u.ID))
+	dn := dispTestNew(org, shop, hub, "Default")
+	dn.TriggerOn = []string{"manual"}
+	d, err := store.CreateDispatcher(ctx, s, dn)
+	require.NoError(t, err)
+	mine, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, endUserBridge, "m1"))
+	require.NoError(t, err)
+	theirs, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, plain, "p1"))
+	require.NoError(t, err)
+
+	applies := func(o store.Order, trigger string) bool {
+		t.Helper()
+		ds, err := store.ActiveDispatchersForOrder(ctx, s.Pool, org, o.ID, trigger)
+		require.NoError(t, err)
+		_, dispatch, err := store.OrderRulesApply(ctx, s.Pool, org, o.ID, trigger)
+		require.NoError(t, err)
+		require.Equal(t, len(ds) > 0, dispatch, "both questions agree")
+		return len(ds) == 1 && ds[0].ID == d.ID
+	}
+	require.False(t, applies(mine, "order_created"), "no default set")
+	_, err = store.UpsertEmbedConfig(ctx, s.Pool, org, uuid.New(), "dflt-"+uuid.NewString()[:8], "pk_"+uuid.NewString(),
+		store.EmbedConfigPatch{SetDispatcher: true, DefaultDispatcherID: &d.ID})
+	require.NoError(t, err)
+	require.True(t, applies(mine, "order_created"))
+	require.True(t, applies(mine, ""), "manual evaluation")
+	require.False(t, applies(mine, "order_updated"), "not in its triggerOn")
+	require.False(t, applies(theirs, "order_created"), "not an end user's bridge")
+
+	// CreateOrderProbe asks the same question with the insert.
+	_, _, dispatch, err := store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, endUserBridge, "m2"), "order_created")
+	require.NoError(t, err)
+	require.True(t, dispatch)
+	_, _, dispatch, err = store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, plain, "p2"), "order_created")
+	require.NoError(t, err)
+	require.False(t, dispatch)
+
+	// Not towards the order's own bridge; not when inactive.
+	_, err = s.Pool.Exec(ctx, `UPDATE dispatchers SET destination_bridge_id = $1 WHERE id = $2`, endUserBridge, d.ID)
+	require.NoError(t, err)
+	require.False(t, applies(mine, "order_created"))
+	_, err = s.Pool.Exec(ctx, `UPDATE dispatchers SET destination_bridge_id = $1, is_active = false WHERE id = $2`, hub, d.ID)
+	require.NoError(t, err)
+	require.False(t, applies(mine, "order_created"))
+}

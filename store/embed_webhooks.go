@@ -105,7 +105,7 @@ func DeleteEndUserWebhook(ctx context.Context, db DBTX, orgID, endUserID, id uui
 // EnqueueEmbedEvent writes an event for the end user's webhooks to the
 // outbox (run it in the transaction of the change). Nothing is written
 // when no active webhook of the end user subscribes to the event.
-func EnqueueEmbedEvent(ctx context.Context, db DBTX, orgID, endUserID uuid.UUID, event string, data map[string]any) error {
+func EnqueueEmbedEvent(ctx context.Context, db DBTX, orgID, endUserID uuid.UUID, event string, data any) error {
 	_, err := db.Exec(ctx, `
 INSERT INTO embed_outbox (organization_id, end_user_id, event, data)
 SELECT $1, $2, $3, $4
@@ -122,12 +122,86 @@ type OutboxEvent struct {
 	EndUserID      uuid.UUID      `db:"end_user_id"`
 	Event          string         `db:"event"`
 	Data           map[string]any `db:"data"`
-	CreatedAt      time.Time      `db:"created_at"`
+	// Resource is OutboxOrder, OutboxShipment or OutboxBridge when Data is
+	// a snapshot of that row (to_jsonb of it, written by the outbox
+	// triggers) to be rendered as the API shows it; nil when Data is the
+	// payload's data as it is.
+	Resource  *string   `db:"resource"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+// Outbox snapshot resources.
+const (
+	OutboxOrder    = "order"
+	OutboxShipment = "shipment"
+	OutboxBridge   = "bridge"
+)
+
+// OutboxSnapshots are the rows the outbox events among ids hold as
+// snapshots, read back as the store reads the live rows (the snapshot
+// populates a row of the table, so every column keeps its type), by outbox
+// event id. A shipment's label is the one stored now.
+type OutboxSnapshots struct {
+	Orders    map[int64]Order
+	Shipments map[int64]Shipment
+	Bridges   map[int64]Bridge
+}
+
+// LoadOutboxSnapshots reads the snapshots of the events among ids.
+func LoadOutboxSnapshots(ctx context.Context, db DBTX, ids []int64) (OutboxSnapshots, error) {
+	out := OutboxSnapshots{Orders: map[int64]Order{}, Shipments: map[int64]Shipment{}, Bridges: map[int64]Bridge{}}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	type orderSnap struct {
+		OutboxID int64 `db:"outbox_id"`
+		Order
+	}
+	rows, _ := db.Query(ctx, `SELECT e.id AS outbox_id, r.* FROM embed_outbox e
+ CROSS JOIN LATERAL (SELECT `+orderCols+` FROM jsonb_populate_record(NULL::orders, e.data)) r
+ WHERE e.id = ANY($1) AND e.resource = 'order'`, ids)
+	orders, err := pgx.CollectRows(rows, pgx.RowToStructByName[orderSnap])
+	if err != nil {
+		return out, mapErr(err)
+	}
+	for _, o := range orders {
+		out.Orders[o.OutboxID] = o.Order
+	}
+	type shipmentSnap struct {
+		OutboxID int64 `db:"outbox_id"`
+		Shipment
+	}
+	rows, _ = db.Query(ctx, `SELECT e.id AS outbox_id, `+shipmentCols+` FROM embed_outbox e
+ CROSS JOIN LATERAL jsonb_populate_record(NULL::shipments, e.data) s
+ LEFT JOIN shipment_labels l ON l.shipment_id = s.id
+ WHERE e.id = ANY($1) AND e.resource = 'shipment'`, ids)
+	shipments, err := pgx.CollectRows(rows, pgx.RowToStructByName[shipmentSnap])
+	if err != nil {
+		return out, mapErr(err)
+	}
+	for _, sh := range shipments {
+		out.Shipments[sh.OutboxID] = sh.Shipment
+	}
+	type bridgeSnap struct {
+		OutboxID int64 `db:"outbox_id"`
+		Bridge
+	}
+	rows, _ = db.Query(ctx, `SELECT e.id AS outbox_id, r.* FROM embed_outbox e
+ CROSS JOIN LATERAL (SELECT `+bridgeCols+` FROM jsonb_populate_record(NULL::bridges, e.data)) r
+ WHERE e.id = ANY($1) AND e.resource = 'bridge'`, ids)
+	bridges, err := pgx.CollectRows(rows, pgx.RowToStructByName[bridgeSnap])
+	if err != nil {
+		return out, mapErr(err)
+	}
+	for _, b := range bridges {
+		out.Bridges[b.OutboxID] = b.Bridge
+	}
+	return out, nil
 }
 
 // PendingOutbox is the oldest events not yet dispatched (at most limit).
 func PendingOutbox(ctx context.Context, db DBTX, limit int) ([]OutboxEvent, error) {
-	rows, _ := db.Query(ctx, `SELECT id, organization_id, end_user_id, event, data, created_at FROM embed_outbox
+	rows, _ := db.Query(ctx, `SELECT id, organization_id, end_user_id, event, data, resource, created_at FROM embed_outbox
  WHERE dispatched_at IS NULL ORDER BY id LIMIT $1`, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[OutboxEvent])
 	return out, mapErr(err)

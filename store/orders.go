@@ -137,10 +137,11 @@ func CreateOrderProbe(ctx context.Context, db DBTX, o Order, trigger string) (Or
 // createOrderProbeSQL is insertOrderSQL with the rules question ($23: the
 // trigger; an order without a bridge meets no rule). The question reads
 // the rule tables, never the order just inserted.
-const createOrderProbeSQL = `WITH ins AS (` + insertOrderSQL + `)
+var createOrderProbeSQL = `WITH ins AS (` + insertOrderSQL + `)
 SELECT ins.ordered_at, ins.created_at, ins.updated_at,
   $3::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = $2 AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = $3)),
-  $3::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = $2 AND d.is_active AND d.source_bridge_ids @> ARRAY[$3::uuid] AND ($23::text = '' OR $23::text = ANY(d.trigger_on)))
+  $3::uuid IS NOT NULL AND (EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = $2 AND d.is_active AND d.source_bridge_ids @> ARRAY[$3::uuid] AND ($23::text = '' OR $23::text = ANY(d.trigger_on)))
+    OR ` + embedDefaultAppliesSQL("$2::uuid", "$3::uuid", "$23::text") + `)
 FROM ins`
 
 // OrderByID finds an order of the organization.

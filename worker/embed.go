@@ -14,6 +14,7 @@ import (
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/embed"
+	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -43,7 +44,10 @@ func registerEmbed(r sdkworker.Registry, deps Deps) {
 	}
 	ed := embed.Deps{Store: deps.Store, Secrets: deps.Secrets, Logger: deps.Logger.With("component", "activities", "domain", "embed"),
 		Platforms: deps.Platforms, StorefrontA: deps.Embed.StorefrontA, BaseURL: deps.Embed.BaseURL,
-		AllowPrivateURLs: deps.Embed.AllowPrivateURLs}
+		AllowPrivateURLs: deps.Embed.AllowPrivateURLs,
+		// Payloads show shipments as the API does (label URLs signed for
+		// the service's public URL).
+		Shipments: shipping.New(shipping.Deps{Store: deps.Store, Secrets: deps.Secrets, Logger: deps.Logger, BaseURL: deps.Embed.BaseURL})}
 	if deps.Temporal != nil {
 		ed.Retries = TemporalEmbed{Client: deps.Temporal, TaskQueue: queue, Schedule: deps.Embed.RetrySchedule}
 	}
