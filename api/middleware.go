@@ -183,7 +183,13 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) h(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
+		// The request body is checked against the document first (after
+		// authentication, scopes and roles, which are middleware).
+		r, err := s.validateRequest(r)
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
 			s.respondError(w, r, err)
 		}
 	}

@@ -132,6 +132,8 @@ type Server struct {
 	// domains are the domain services (domains.go).
 	domains
 	embedLimits embedLimits
+	// requestSchemas validate request bodies (request_validation.go).
+	requestSchemas requestValidators
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -164,6 +166,7 @@ func NewRouter(d Deps) http.Handler {
 	}
 	s.domains = newDomains(d, s)
 	s.embedLimits = newEmbedLimits()
+	s.requestSchemas = mustRequestValidators()
 	r := chi.NewRouter()
 	if d.Tracing.Enabled() || d.HTTPMetrics != nil {
 		r.Use(telemetry.Middleware(d.Tracing, d.HTTPMetrics))
