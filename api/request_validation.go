@@ -224,7 +224,20 @@ func validationDetails(ve *jsonschema.ValidationError, body any) []FieldError {
 			}
 			return
 		case *kind.AnyOf, *kind.OneOf:
-			// One message for the alternatives, not each branch's.
+			// "X or null": the value is not null, so X's own errors
+			// name the fields. Otherwise one message for the
+			// alternatives, not each branch's.
+			var rest []*jsonschema.ValidationError
+			for _, c := range e.Causes {
+				if t, ok := c.ErrorKind.(*kind.Type); ok && len(c.Causes) == 0 && slices.Equal(t.Want, []string{"null"}) {
+					continue
+				}
+				rest = append(rest, c)
+			}
+			if len(rest) == 1 && len(rest) < len(e.Causes) {
+				walk(rest[0])
+				return
+			}
 			add(fieldPath(e.InstanceLocation, body), detailMessage(e, body))
 			return
 		}
