@@ -30,6 +30,9 @@ const (
 type reqInfo struct {
 	id    string
 	orgID uuid.UUID
+	// body is the JSON object validateRequest decoded, taken once by
+	// decodeBody so it is not parsed twice.
+	body map[string]any
 }
 
 func requestIDFrom(ctx context.Context) string {

@@ -198,6 +198,10 @@ func (s *Server) validateRequest(r *http.Request) (*http.Request, error) {
 		}
 		return r, err
 	}
+	if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok {
+		ri.body = m
+		return r, nil
+	}
 	return r.WithContext(context.WithValue(r.Context(), parsedBodyKey{}, m)), nil
 }
 
@@ -330,7 +334,7 @@ func detailMessage(e *jsonschema.ValidationError, body any) string {
 	case *kind.Enum:
 		want := make([]string, 0, len(k.Want))
 		for _, w := range k.Want {
-			if w != nil {
+			if w != nil && w != "" {
 				want = append(want, fmt.Sprint(w))
 			}
 		}
@@ -433,6 +437,11 @@ func schemaNode(url string) map[string]any {
 
 // preParsedBody is the object validateRequest decoded, if any.
 func preParsedBody(r *http.Request) (map[string]any, bool) {
+	if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok && ri.body != nil {
+		m := ri.body
+		ri.body = nil
+		return m, true
+	}
 	m, ok := r.Context().Value(parsedBodyKey{}).(map[string]any)
 	return m, ok
 }

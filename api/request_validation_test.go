@@ -1,8 +1,13 @@
 package api
 
 import (
+	"bytes"
+	"context"
+	"net/http/httptest"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
 
@@ -59,4 +64,23 @@ func TestRequestValidationByDocument(t *testing.T) {
 	ok := e.do(owner.caller, "POST", "/api/v1/orders", orderTestBody(bridge, "rv-2"))
 	require.Equal(t, 201, ok.Code, "%s", ok.Raw)
 	require.Equal(t, "rv-2", ok.data()["externalId"])
+}
+
+// BenchmarkValidateOrderBody is what the document's check of one order
+// create body costs (read, decode, validate), without the database.
+func BenchmarkValidateOrderBody(b *testing.B) {
+	s := &Server{requestSchemas: mustRequestValidators()}
+	body := orderTestBody(uuid.NewString(), "EXT")
+	body["tags"] = []string{"web"}
+	raw := orderJSONOf(body)
+	rctx := chi.NewRouteContext()
+	rctx.RoutePatterns = []string{"/api/v1/orders"}
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest("POST", "/api/v1/orders", bytes.NewReader(raw))
+		req = req.WithContext(context.WithValue(req.Context(), chi.RouteCtxKey, rctx))
+		if _, err := s.validateRequest(req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
