@@ -30,6 +30,9 @@ const (
 type reqInfo struct {
 	id    string
 	orgID uuid.UUID
+	// body is the JSON object validateRequest decoded, taken once by
+	// decodeBody so it is not parsed twice.
+	body map[string]any
 }
 
 func requestIDFrom(ctx context.Context) string {
@@ -183,7 +186,13 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) h(fn handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if err := fn(w, r); err != nil {
+		// The request body is checked against the document first (after
+		// authentication, scopes and roles, which are middleware).
+		r, err := s.validateRequest(r)
+		if err == nil {
+			err = fn(w, r)
+		}
+		if err != nil {
 			s.respondError(w, r, err)
 		}
 	}

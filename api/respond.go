@@ -75,6 +75,13 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 	if hasNULEscape(raw) {
 		return errValidation(FieldError{Field: "body", Message: "strings must not contain NUL (\\u0000) characters"})
 	}
+	if b, ok := dst.(*jsonBody); ok {
+		// Already decoded (and checked) by validateRequest.
+		if m, ok := preParsedBody(r); ok {
+			*b = m
+			return nil
+		}
+	}
 	if b, ok := dst.(*jsonBody); ok && decodeObject(raw, b) {
 		return nil
 	}

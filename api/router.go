@@ -96,6 +96,9 @@ type Deps struct {
 	// LLM is the agent's model (nil: none) and Agent its settings.
 	LLM   llm.Provider
 	Agent agent.Config
+	// NoRequestValidation turns off the validation of request bodies by
+	// api/openapi.yaml (benchmarks compare with and without it).
+	NoRequestValidation bool
 }
 
 // Server holds the handlers' dependencies.
@@ -132,6 +135,8 @@ type Server struct {
 	// domains are the domain services (domains.go).
 	domains
 	embedLimits embedLimits
+	// requestSchemas validate request bodies (request_validation.go).
+	requestSchemas requestValidators
 }
 
 // NewRouter builds the whole HTTP handler.
@@ -164,6 +169,9 @@ func NewRouter(d Deps) http.Handler {
 	}
 	s.domains = newDomains(d, s)
 	s.embedLimits = newEmbedLimits()
+	if !d.NoRequestValidation {
+		s.requestSchemas = mustRequestValidators()
+	}
 	r := chi.NewRouter()
 	if d.Tracing.Enabled() || d.HTTPMetrics != nil {
 		r.Use(telemetry.Middleware(d.Tracing, d.HTTPMetrics))

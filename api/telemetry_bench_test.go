@@ -33,6 +33,9 @@ import (
 // FOS_METRICS_ADDR.
 func benchTelemetry(b *testing.B) func(*Deps) {
 	return func(d *Deps) {
+		// FOS_BENCH_NO_VALIDATION=1: request bodies are not validated by
+		// api/openapi.yaml (to see what the validation costs).
+		d.NoRequestValidation = os.Getenv("FOS_BENCH_NO_VALIDATION") == "1"
 		if os.Getenv("FOS_BENCH_METRICS") == "1" {
 			d.HTTPMetrics = telemetry.NewMetrics().HTTP()
 		}
