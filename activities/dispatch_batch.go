@@ -345,12 +345,14 @@ func (p *pagePusher) flush(ctx context.Context) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	if _, err := store.FinishClaimedAssignments(ctx, p.a.Store.Pool, p.in.OrganizationID, p.in.Token, DispatchPushTask, p.in.WorkflowID, batch); err != nil {
+	n, err := store.FinishClaimedAssignments(ctx, p.a.Store.Pool, p.in.OrganizationID, p.in.Token, DispatchPushTask, p.in.WorkflowID, batch)
+	if err != nil {
 		p.mu.Lock()
 		p.pending = append(batch, p.pending...)
 		p.mu.Unlock()
 		return fmt.Errorf("record dispatch outcomes: %w", err)
 	}
+	p.a.Store.NoteBulkWrite(ctx, "task_executions", n)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, o := range batch {

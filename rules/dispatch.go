@@ -341,6 +341,7 @@ func (h *Hooks) Dispatch(ctx context.Context, orgID, orderID uuid.UUID, trigger 
 		}
 		created = append(created, as...)
 	}
+	h.Store.NoteBulkWrite(ctx, "dispatch_assignments", len(created))
 	if err := h.StartAssignments(ctx, orgID, created); err != nil {
 		h.logger().WarnContext(ctx, "start dispatch assignments; they stay pending", "order_id", orderID, "error", err)
 	}
