@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,7 @@ import (
 )
 
 // Lists right after a bulk import (issue 22 item 13): the orders table
-// was analyzed while small; 100,000 orders are imported (99,000 in one
+// was analyzed while small; n orders are imported (all but 1,000 in one
 // statement, standing for the earlier pages, then the last sync page
 // through UpsertOrderBatch). The bulk writer analyzes the grown table
 // outside its transaction, so the order list's page 500 plans with the
@@ -37,7 +39,12 @@ func TestOrderListPlanRightAfterBulkImport(t *testing.T) {
 	_, err := s.Pool.Exec(ctx, `ANALYZE orders`)
 	require.NoError(t, err)
 
-	const n = 100_000
+	// FOS_TEST_IMPORT_N=100000 for the issue's size (minutes on a busy
+	// two-core machine: the orders table has a trigram index and counters).
+	n := 20_000
+	if v, err := strconv.Atoi(os.Getenv("FOS_TEST_IMPORT_N")); err == nil && v > 1000 {
+		n = v
+	}
 	_, err = s.Pool.Exec(ctx, `
 INSERT INTO orders (id, organization_id, bridge_id, external_id, status, customer, customer_email, customer_name,
                     line_items, totals, total, currency, ordered_at, created_at, updated_at)
