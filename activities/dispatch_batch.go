@@ -30,7 +30,7 @@ const (
 	// (and heartbeats) well inside its activity timeout.
 	DispatchPageSeconds = 30
 	// DispatchConcurrency bounds the pushes in flight of one page.
-	DispatchConcurrency = 32
+	DispatchConcurrency = 8
 	// DispatchClaimLease is how long a page's claim holds its rows; past it
 	// (the page's run crashed or was terminated) the next page of any run
 	// of the drainer claims them again. Longer than the page activity's
