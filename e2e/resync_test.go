@@ -47,6 +47,7 @@ import (
 // TestMain: the test binary is its own sandbox process, so the flows'
 // transformations run in the process pool as in the service.
 func TestMain(m *testing.M) {
+	serveWorkerIfChild()
 	sandbox.ServeIfChild()
 	os.Setenv("FOS_SANDBOX_MEMORY_MB", "256")
 	os.Exit(storetest.Run(m))
@@ -76,7 +77,11 @@ type stack struct {
 	temporal client.Client
 	store    *store.Store
 	box      *secrets.Box
+	boxKey   string // box's key, for a worker in its own process
 	reg      *carriers.Registry
+	// temporalAddr and namespace: where a worker in its own process
+	// connects.
+	temporalAddr, namespace string
 	// platforms are the connectors the worker and the API use.
 	platforms *platforms.Registry
 }
@@ -114,7 +119,8 @@ func startTraced(t testing.TB, tr *telemetry.Tracing, plat *platforms.Registry, 
 	}
 	interceptors, err := tr.TemporalInterceptors()
 	require.NoError(t, err)
-	box, err := secrets.NewBox(secrets.NewKey())
+	boxKey := secrets.NewKey()
+	box, err := secrets.NewBox(boxKey)
 	require.NoError(t, err)
 
 	sb := httptest.NewServer(sandboxapi.NewHandler())
@@ -175,7 +181,8 @@ func startTraced(t testing.TB, tr *telemetry.Tracing, plat *platforms.Registry, 
 		Tracing:          tr,
 	}))
 	t.Cleanup(srv.Close)
-	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, reg: reg, platforms: plat}
+	return &stack{t: t, api: srv, sandbox: sb, temporal: c, store: st, box: box, boxKey: boxKey, reg: reg, platforms: plat,
+		temporalAddr: ts.GetFrontendHostPort(), namespace: ts.GetDefaultNamespace()}
 }
 
 // call sends a request to the API and decodes the JSON answer.
