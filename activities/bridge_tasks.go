@@ -572,6 +572,7 @@ func (a *MaintenanceActivities) taskExecutionKind() WaitingKind {
 	return WaitingKind{
 		Name:  "task execution",
 		Stale: store.StaleTaskExecutions,
+		Table: "task_executions",
 		Bound: TaskExecutionStartBound,
 		// Mirrors workflows.BridgeTaskWorkflowID.
 		WorkflowID: func(row store.WaitingRow) string { return "bridge-task/" + row.ID.String() },

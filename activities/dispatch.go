@@ -34,6 +34,11 @@ var PermanentDispatchErrorTypes = []string{
 	ErrTypeInvalidInput, ErrTypeTaskNotSupported,
 }
 
+// DispatchClaimedElsewhere is BeginDispatch's status for an assignment
+// its destination's drainer (DispatchBatch) claimed first: the single run
+// leaves it to the drainer.
+const DispatchClaimedElsewhere = "claimed"
+
 // DispatchPushTask is the task name of the task execution a push records
 // on the destination bridge.
 const DispatchPushTask = "push-order"
@@ -50,7 +55,8 @@ type DispatchActivities struct {
 type DispatchInput = rules.DispatchInput
 
 // BeginDispatchResult is the assignment's status after BeginDispatch:
-// processing, or a final status when it was already finished.
+// processing, a final status when it was already finished, or
+// DispatchClaimedElsewhere.
 type BeginDispatchResult struct {
 	Status string `json:"status"`
 }
@@ -63,6 +69,9 @@ func (a *DispatchActivities) BeginDispatch(ctx context.Context, in DispatchInput
 	}
 	if err != nil {
 		return BeginDispatchResult{}, fmt.Errorf("begin assignment: %w", err)
+	}
+	if as.Status == store.AssignmentProcessing && as.ClaimedBy != nil && *as.ClaimedBy != store.SingleRunClaimant(as.ID) {
+		return BeginDispatchResult{Status: DispatchClaimedElsewhere}, nil
 	}
 	return BeginDispatchResult{Status: as.Status}, nil
 }
@@ -196,18 +205,52 @@ func PlatformOrder(o store.Order) platforms.Order {
 // processing before the reconciler asks Temporal about its run.
 const DispatchStartBound = 5 * time.Minute
 
-// dispatchKind: an assignment pending or processing. A missing run (its
-// start was lost, or Temporal had none: the process endpoint was never
-// called) is started again: the run is safe to repeat (the push is keyed
-// by the order). A closed run that left the row waiting (terminated in
-// the Temporal UI) fails it with the reason, for retry.
+// dispatchKind: an assignment pending or processing. A pending one, or
+// one a drainer claimed, waits on its destination's drainer
+// (dispatch-batch/<bridgeId>): when no drainer runs it is signalled with
+// start (safe: it only claims what is pending or whose lease ran out). One
+// a single DispatchAssignment run claimed waits on that run
+// (dispatch/<id>): a missing run is started again (the push is keyed by
+// the order); a closed run that left the row waiting (terminated in the
+// Temporal UI) fails it with the reason, for retry.
 func (a *MaintenanceActivities) dispatchKind() WaitingKind {
+	// The rows of the last scan, by id: which workflow each waits on.
+	rows := map[uuid.UUID]store.StaleAssignment{}
+	drained := func(row store.WaitingRow) (uuid.UUID, bool) {
+		r, ok := rows[row.ID]
+		if !ok {
+			return uuid.Nil, false
+		}
+		single := r.Status == store.AssignmentProcessing && (r.ClaimedBy == nil || *r.ClaimedBy == store.SingleRunClaimant(r.ID))
+		return r.DestinationBridgeID, !single
+	}
 	k := WaitingKind{
-		Name:       "dispatch assignment",
-		Stale:      store.StaleAssignments,
-		Bound:      DispatchStartBound,
-		WorkflowID: func(row store.WaitingRow) string { return rules.DispatchWorkflowID(row.ID) },
+		Name:  "dispatch assignment",
+		Table: "dispatch_assignments",
+		Stale: func(ctx context.Context, db store.DBTX, cutoff time.Time, limit int) ([]store.WaitingRow, error) {
+			list, err := store.StaleAssignments(ctx, db, cutoff, limit)
+			out := make([]store.WaitingRow, len(list))
+			for i, r := range list {
+				rows[r.ID] = r
+				out[i] = r.WaitingRow
+			}
+			return out, err
+		},
+		Bound: DispatchStartBound,
+		WorkflowID: func(row store.WaitingRow) string {
+			if bridge, ok := drained(row); ok {
+				return rules.DispatchBatchWorkflowID(bridge)
+			}
+			return rules.DispatchWorkflowID(row.ID)
+		},
 		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
+			if bridge, ok := drained(row); ok {
+				// The drainer ended while the row waits: run it again.
+				if a.DrainDispatch == nil {
+					return false, nil
+				}
+				return false, a.DrainDispatch(ctx, row.OrganizationID, bridge)
+			}
 			ok, err := store.FinishAssignment(ctx, a.Store, row.OrganizationID, row.ID, store.AssignmentOutcome{
 				Status: store.AssignmentFailed, ErrorMessage: "the dispatch did not finish: " + reason})
 			if errors.Is(err, store.ErrNotFound) {
@@ -216,10 +259,22 @@ func (a *MaintenanceActivities) dispatchKind() WaitingKind {
 			return ok, err
 		},
 	}
-	if a.StartDispatch != nil {
-		k.Restart = func(ctx context.Context, row store.WaitingRow) error {
-			return a.StartDispatch(ctx, row.OrganizationID, row.ID)
+	k.Restart = func(ctx context.Context, row store.WaitingRow) error {
+		if bridge, ok := drained(row); ok {
+			if a.DrainDispatch == nil {
+				return errors.New("no dispatch drainer configured")
+			}
+			return a.DrainDispatch(ctx, row.OrganizationID, bridge)
 		}
+		if a.StartDispatch == nil {
+			_, err := store.FinishAssignment(ctx, a.Store, row.OrganizationID, row.ID, store.AssignmentOutcome{
+				Status: store.AssignmentFailed, ErrorMessage: "the dispatch did not finish: the workflow never started"})
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			return err
+		}
+		return a.StartDispatch(ctx, row.OrganizationID, row.ID)
 	}
 	return k
 }

@@ -33,6 +33,9 @@ type MaintenanceActivities struct {
 	// StartDispatch starts (or joins) an assignment's DispatchAssignment
 	// run (activities/dispatch.go).
 	StartDispatch func(ctx context.Context, orgID, assignmentID uuid.UUID) error
+	// DrainDispatch signals (or starts) a destination bridge's DispatchBatch
+	// drainer (activities/dispatch.go).
+	DrainDispatch func(ctx context.Context, orgID, bridgeID uuid.UUID) error
 	// Repaired counts a row the reconciler settled: kind is the
 	// WaitingKind's name, outcome "restarted" or "failed" (nil: not
 	// counted; the worker counts into fos_reconciler_repairs_total).
@@ -139,8 +142,10 @@ const (
 	// attempts and re-queues together; one run makes at most 8) before
 	// the reconciler fails it instead of re-queuing it.
 	WebhookEventMaxAttempts = 20
-	// ReconcileBatch is how many rows of a kind one run looks at.
+	// ReconcileBatch is how many rows of a kind one scan looks at;
+	// ReconcilePages how many scans of a kind one run makes at most.
 	ReconcileBatch = 200
+	ReconcilePages = 5
 )
 
 // ReconcileRunsInput is the input of ReconcileRuns.
@@ -167,8 +172,13 @@ func (r *ReconcileRunsResult) add(o ReconcileRunsResult) {
 type WaitingKind struct {
 	// Name names the kind in logs ("rate comparison").
 	Name string
-	// Stale lists up to limit rows that have waited since before cutoff.
+	// Stale lists up to limit rows that have waited since before cutoff,
+	// the least recently checked first (reconcile_checked_at NULLS FIRST).
 	Stale func(ctx context.Context, db store.DBTX, cutoff time.Time, limit int) ([]store.WaitingRow, error)
+	// Table is the rows' table: each row looked at is marked checked
+	// (store.MarkReconcileChecked), so rows that legitimately wait go to
+	// the back of the next scan instead of hiding the lost ones.
+	Table string
 	// Bound is how long a row may wait before it is looked at: longer than
 	// its job needs to get its run going, so that a start in flight is
 	// never mistaken for a missing run.
@@ -218,54 +228,108 @@ func (a *MaintenanceActivities) ReconcileRuns(ctx context.Context, _ ReconcileRu
 func (a *MaintenanceActivities) ReconcileKind(ctx context.Context, kind WaitingKind) (ReconcileRunsResult, error) {
 	var out ReconcileRunsResult
 	log := a.log().With("kind", kind.Name)
-	rows, err := kind.Stale(ctx, a.Store.Pool, time.Now().Add(-kind.Bound), ReconcileBatch)
-	if err != nil {
-		return out, fmt.Errorf("list waiting %s rows: %w", kind.Name, err)
-	}
-	for _, row := range rows {
-		out.Checked++
-		wfID := kind.WorkflowID(row)
-		since := row.Since
-		if kind.AnyRun {
-			since = time.Time{}
-		}
-		run, err := DescribeWaitingRun(ctx, a.Temporal, wfID, since)
+	// Rows of one workflow (a destination's dispatch backlog waits on one
+	// drainer) are described once per run.
+	described := map[string]WaitingRun{}
+	restarted := map[string]bool{}
+	seen := map[uuid.UUID]bool{}
+	for page := 0; page < ReconcilePages; page++ {
+		rows, err := kind.Stale(ctx, a.Store.Pool, time.Now().Add(-kind.Bound), ReconcileBatch)
 		if err != nil {
-			if ctx.Err() != nil || isUnavailable(err) {
+			return out, fmt.Errorf("list waiting %s rows: %w", kind.Name, err)
+		}
+		fresh := make([]store.WaitingRow, 0, len(rows))
+		for _, row := range rows {
+			if !seen[row.ID] {
+				seen[row.ID] = true
+				fresh = append(fresh, row)
+			}
+		}
+		for _, row := range fresh {
+			out.Checked++
+			if err := a.reconcileRow(ctx, log, kind, row, described, restarted, &out); err != nil {
+				a.markChecked(ctx, log, kind, fresh)
 				return out, err
 			}
-			log.Warn("reconcile: describe", "id", row.ID, "workflow_id", wfID, "error", err)
-			continue
 		}
-		if run.Open {
-			continue
-		}
-		if run.Missing && kind.Restart != nil {
-			if err := kind.Restart(ctx, row); err != nil {
-				log.Warn("reconcile: restart", "id", row.ID, "workflow_id", wfID, "error", err)
-				continue
-			}
-			log.Info("reconcile: restarted a missing run", "id", row.ID, "workflow_id", wfID)
-			out.Restarted++
-			a.repaired(kind.Name, "restarted")
-			continue
-		}
-		reason := run.Reason
-		if run.Missing {
-			reason = "the workflow never started"
-		}
-		changed, err := kind.Fail(ctx, row, reason)
-		if err != nil {
-			log.Warn("reconcile: mark failed", "id", row.ID, "workflow_id", wfID, "error", err)
-			continue
-		}
-		if changed {
-			log.Info("reconcile: marked failed, its run ended without settling it", "id", row.ID, "workflow_id", wfID, "reason", reason, "detail", run.Detail)
-			out.Failed++
-			a.repaired(kind.Name, "failed")
+		a.markChecked(ctx, log, kind, fresh)
+		// Wrapped around (every row was looked at this run) or no more.
+		if len(rows) < ReconcileBatch || len(fresh) < len(rows) || kind.Table == "" {
+			break
 		}
 	}
 	return out, nil
+}
+
+// markChecked records that rows were looked at (best effort: a failure
+// only means they are looked at first again).
+func (a *MaintenanceActivities) markChecked(ctx context.Context, log *slog.Logger, kind WaitingKind, rows []store.WaitingRow) {
+	if kind.Table == "" || len(rows) == 0 {
+		return
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	if err := store.MarkReconcileChecked(context.WithoutCancel(ctx), a.Store.Pool, kind.Table, ids); err != nil {
+		log.Warn("reconcile: mark rows checked", "error", err)
+	}
+}
+
+// reconcileRow settles one row (see ReconcileKind); an error stops the
+// run (Temporal cannot be asked).
+func (a *MaintenanceActivities) reconcileRow(ctx context.Context, log *slog.Logger, kind WaitingKind, row store.WaitingRow,
+	described map[string]WaitingRun, restarted map[string]bool, out *ReconcileRunsResult) error {
+	wfID := kind.WorkflowID(row)
+	since := row.Since
+	if kind.AnyRun {
+		since = time.Time{}
+	}
+	run, ok := described[wfID]
+	if !ok {
+		var err error
+		run, err = DescribeWaitingRun(ctx, a.Temporal, wfID, since)
+		if err != nil {
+			if ctx.Err() != nil || isUnavailable(err) {
+				return err
+			}
+			log.Warn("reconcile: describe", "id", row.ID, "workflow_id", wfID, "error", err)
+			return nil
+		}
+		described[wfID] = run
+	}
+	if run.Open {
+		return nil
+	}
+	if run.Missing && kind.Restart != nil {
+		if restarted[wfID] {
+			return nil
+		}
+		if err := kind.Restart(ctx, row); err != nil {
+			log.Warn("reconcile: restart", "id", row.ID, "workflow_id", wfID, "error", err)
+			return nil
+		}
+		restarted[wfID] = true
+		log.Info("reconcile: restarted a missing run", "id", row.ID, "workflow_id", wfID)
+		out.Restarted++
+		a.repaired(kind.Name, "restarted")
+		return nil
+	}
+	reason := run.Reason
+	if run.Missing {
+		reason = "the workflow never started"
+	}
+	changed, err := kind.Fail(ctx, row, reason)
+	if err != nil {
+		log.Warn("reconcile: mark failed", "id", row.ID, "workflow_id", wfID, "error", err)
+		return nil
+	}
+	if changed {
+		log.Info("reconcile: marked failed, its run ended without settling it", "id", row.ID, "workflow_id", wfID, "reason", reason, "detail", run.Detail)
+		out.Failed++
+		a.repaired(kind.Name, "failed")
+	}
+	return nil
 }
 
 func (a *MaintenanceActivities) repaired(kind, outcome string) {
@@ -288,6 +352,7 @@ func (a *MaintenanceActivities) rateComparisonKind() WaitingKind {
 	k := WaitingKind{
 		Name:  "rate comparison",
 		Stale: store.StaleRateComparisons,
+		Table: "rate_comparisons",
 		Bound: RateComparisonStartBound,
 		// Mirrors workflows.RateComparisonWorkflowID (workflows imports this package).
 		WorkflowID: func(row store.WaitingRow) string { return "rate-comparison/" + row.ID.String() },
@@ -315,6 +380,7 @@ func (a *MaintenanceActivities) carrierRegistrationKind() WaitingKind {
 	return WaitingKind{
 		Name:  "carrier registration",
 		Stale: store.StalePendingCarrierAccounts,
+		Table: "carrier_accounts",
 		Bound: CarrierRegistrationStartBound,
 		// Mirrors workflows.CarrierRegistrationWorkflowID.
 		WorkflowID: func(row store.WaitingRow) string { return "carrier-registration/" + row.ID.String() },
@@ -342,6 +408,7 @@ func (a *MaintenanceActivities) webhookEventKind() WaitingKind {
 	return WaitingKind{
 		Name:  "webhook event",
 		Stale: store.StaleWebhookEvents,
+		Table: "webhook_events",
 		Bound: WebhookEventStartBound,
 		// Mirrors workflows.InboundWebhookWorkflowID.
 		WorkflowID: func(row store.WaitingRow) string { return "inbound-webhook/" + row.ID.String() },

@@ -24,6 +24,7 @@ func (a *MaintenanceActivities) operationKind() WaitingKind {
 	k := WaitingKind{
 		Name:       "operation",
 		Stale:      store.StaleOperations,
+		Table:      "operations",
 		Bound:      OperationStartBound,
 		WorkflowID: func(row store.WaitingRow) string { return "operation/" + row.ID.String() },
 		Fail: func(ctx context.Context, row store.WaitingRow, reason string) (bool, error) {
@@ -48,6 +49,7 @@ func (a *MaintenanceActivities) operationUndoKind() WaitingKind {
 	k := WaitingKind{
 		Name:       "operation undo",
 		Stale:      store.StaleUndos,
+		Table:      "operation_history",
 		Bound:      UndoStartBound,
 		WorkflowID: func(row store.WaitingRow) string { return "operation-undo/" + row.ID.String() },
 		AnyRun:     true,

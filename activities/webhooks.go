@@ -170,6 +170,8 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 		res.OrderIDs = append(res.OrderIDs, out.OrderID.String())
 		externalIDs = append(externalIDs, o.ExternalID)
 		if out.Created {
+			// A webhook storm grows the tables as a sync does.
+			a.Store.NoteBulkWrite(ctx, "orders", 1)
 			res.CreatedOrderIDs = append(res.CreatedOrderIDs, out.OrderID.String())
 		} else if len(out.ChangedFields) > 0 {
 			updated = append(updated, out.OrderID)

@@ -71,7 +71,7 @@ func (s *Server) dispatchStarter() rules.DispatchStarter {
 	if s.temporal == nil {
 		return nil
 	}
-	return rules.TemporalDispatch{Client: s.temporal, TaskQueue: s.bulkTaskQueue, Options: worker.StartOptions}
+	return worker.NewDispatchStarter(s.temporal, s.store, s.bulkTaskQueue)
 }
 
 // newEmbed builds the embed Service: OAuth and end-user webhook retries

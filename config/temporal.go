@@ -35,10 +35,16 @@ type Temporal struct {
 	// operations), so interactive work on the main task queue never waits
 	// behind it.
 	BulkTaskQueue string
+	// InboundTaskQueue serves inbound platform webhooks (InboundWebhook
+	// runs), so a storm of them never delays interactive work such as a
+	// label purchase a client waits for.
+	InboundTaskQueue string
 	// Worker tunes the worker of the main task queue, BulkWorker the
-	// worker of the bulk task queue.
-	Worker     WorkerTuning
-	BulkWorker WorkerTuning
+	// worker of the bulk task queue, InboundWorker the worker of the
+	// inbound webhook queue.
+	Worker        WorkerTuning
+	BulkWorker    WorkerTuning
+	InboundWorker WorkerTuning
 	// StopTimeout is how long a stopping worker lets in-flight activities
 	// finish before their contexts are cancelled.
 	StopTimeout time.Duration
@@ -79,6 +85,7 @@ type WorkerTuning struct {
 // Defaults of the worker options.
 const (
 	DefaultBulkTaskQueue     = "fos-bulk"
+	DefaultInboundTaskQueue  = "fos-inbound"
 	DefaultWorkerStopTimeout = 30 * time.Second
 )
 
@@ -87,22 +94,26 @@ const (
 var (
 	DefaultWorkerTuning     = WorkerTuning{MaxConcurrentActivities: 100, MaxConcurrentWorkflowTasks: 100}
 	DefaultBulkWorkerTuning = WorkerTuning{MaxConcurrentActivities: 20, MaxConcurrentWorkflowTasks: 20}
+	// Inbound webhooks: short runs, many at once in a storm, bounded so a
+	// storm takes its share of the process and no more.
+	DefaultInboundWorkerTuning = WorkerTuning{MaxConcurrentActivities: 20, MaxConcurrentWorkflowTasks: 20}
 )
 
 // loadTemporal reads and checks the Temporal settings, adding one line per
 // problem to p.
 func loadTemporal(get func(k, def string) string, mode Mode, taskQueue string, p Problems) (Temporal, Problems) {
 	t := Temporal{
-		TLSCert:       get("TEMPORAL_TLS_CERT", ""),
-		TLSKey:        get("TEMPORAL_TLS_KEY", ""),
-		TLSCA:         get("TEMPORAL_TLS_CA", ""),
-		TLSServerName: get("TEMPORAL_TLS_SERVER_NAME", ""),
-		APIKey:        get("TEMPORAL_API_KEY", ""),
-		BulkTaskQueue: get("FOS_BULK_TASK_QUEUE", DefaultBulkTaskQueue),
-		MetricsAddr:   get("FOS_METRICS_ADDR", ""),
-		PayloadKey:    get("FOS_PAYLOAD_KEY", ""),
-		CodecAddr:     get("FOS_CODEC_ADDR", ""),
-		CodecToken:    get("FOS_CODEC_TOKEN", ""),
+		TLSCert:          get("TEMPORAL_TLS_CERT", ""),
+		TLSKey:           get("TEMPORAL_TLS_KEY", ""),
+		TLSCA:            get("TEMPORAL_TLS_CA", ""),
+		TLSServerName:    get("TEMPORAL_TLS_SERVER_NAME", ""),
+		APIKey:           get("TEMPORAL_API_KEY", ""),
+		BulkTaskQueue:    get("FOS_BULK_TASK_QUEUE", DefaultBulkTaskQueue),
+		InboundTaskQueue: get("FOS_INBOUND_TASK_QUEUE", DefaultInboundTaskQueue),
+		MetricsAddr:      get("FOS_METRICS_ADDR", ""),
+		PayloadKey:       get("FOS_PAYLOAD_KEY", ""),
+		CodecAddr:        get("FOS_CODEC_ADDR", ""),
+		CodecToken:       get("FOS_CODEC_TOKEN", ""),
 	}
 	t.PayloadOldKeys = splitList(get("FOS_PAYLOAD_OLD_KEYS", ""))
 	t.CodecOrigins = splitList(get("FOS_CODEC_ORIGINS", ""))
@@ -133,6 +144,10 @@ func loadTemporal(get func(k, def string) string, mode Mode, taskQueue string, p
 	}
 	t.Worker = loadTuning(get, &p, "FOS_WORKER_", DefaultWorkerTuning)
 	t.BulkWorker = loadTuning(get, &p, "FOS_BULK_WORKER_", DefaultBulkWorkerTuning)
+	t.InboundWorker = loadTuning(get, &p, "FOS_INBOUND_WORKER_", DefaultInboundWorkerTuning)
+	if t.InboundTaskQueue == taskQueue || t.InboundTaskQueue == t.BulkTaskQueue {
+		p = append(p, fmt.Sprintf("FOS_INBOUND_TASK_QUEUE=%q: must differ from FOS_TASK_QUEUE and FOS_BULK_TASK_QUEUE, or a webhook storm queues in front of other work", t.InboundTaskQueue))
+	}
 	st := get("FOS_WORKER_STOP_TIMEOUT", DefaultWorkerStopTimeout.String())
 	if d, err := time.ParseDuration(st); err != nil || d <= 0 {
 		p = append(p, fmt.Sprintf("FOS_WORKER_STOP_TIMEOUT=%q: must be a positive duration such as 30s", st))

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -106,4 +107,25 @@ func TestTemporalPayloadKeyMustBeRandomOutsideDev(t *testing.T) {
 		"FOS_PAYLOAD_KEY":    "Zm9zIHRlc3QgcGF5bG9hZCBrZXksIG5vdCBzZWNyZXQ=",
 	}))
 	require.ErrorContains(t, err, "FOS_PAYLOAD_KEY: decodes to printable text")
+}
+
+// Inbound platform webhooks run on their own task queue with their own
+// worker tuning, so a storm of them never queues in front of a label
+// purchase on the main queue (issue 22 item 8).
+func TestInboundTaskQueue(t *testing.T) {
+	c, err := Load(ModeDev, env(nil))
+	require.NoError(t, err)
+	require.Equal(t, "fos-inbound", c.Temporal.InboundTaskQueue)
+	require.NotEqual(t, c.TaskQueue, c.Temporal.InboundTaskQueue)
+	require.Equal(t, DefaultInboundWorkerTuning, c.Temporal.InboundWorker)
+
+	c, err = Load(ModeDev, env(map[string]string{"FOS_INBOUND_TASK_QUEUE": "hooks", "FOS_INBOUND_WORKER_MAX_ACTIVITIES": "4"}))
+	require.NoError(t, err)
+	require.Equal(t, "hooks", c.Temporal.InboundTaskQueue)
+	require.Equal(t, 4, c.Temporal.InboundWorker.MaxConcurrentActivities)
+
+	for _, q := range []string{"fos", "fos-bulk"} {
+		p := problems(t, map[string]string{"FOS_INBOUND_TASK_QUEUE": q})
+		require.Contains(t, p.Error(), fmt.Sprintf("FOS_INBOUND_TASK_QUEUE=%q: must differ", q))
+	}
 }

@@ -31,7 +31,9 @@ func (s *stack) dispatchAccount() (key, shop, hub, hubKey, dispatcher string) {
 	}))["id"].(string)
 	hubKey = "disp-" + uuid.NewString()[:8]
 	hub = data(s.mustCall(201, key, "POST", "/api/v1/bridges", map[string]any{
-		"type": "shipping_hub_a", "name": "Hub", "config": map[string]any{"apiKey": hubKey, "apiSecret": "secret"},
+		// The sandbox hub takes more than the real one's 40 requests a
+		// minute, which the drainer honours by default.
+		"type": "shipping_hub_a", "name": "Hub", "config": map[string]any{"apiKey": hubKey, "apiSecret": "secret", "dispatchRatePerSecond": 1000},
 	}))["id"].(string)
 	dispatcher = data(s.mustCall(201, key, "POST", "/api/v1/dispatchers", map[string]any{
 		"name": "Big to hub", "sourceBridgeIds": []any{shop}, "destinationBridgeId": hub,

@@ -42,11 +42,14 @@ type purchaseStack struct {
 	key         string
 	acct, order string
 	org         string
+	// base is the stack the purchase stack was made from (its API on the
+	// shared task queues).
+	base *stack
 }
 
 func startPurchases(t testing.TB) *purchaseStack {
 	base := start(t)
-	p := &purchaseStack{queue: "fos-e2e-purchases-" + uuid.NewString()[:8]}
+	p := &purchaseStack{queue: "fos-e2e-purchases-" + uuid.NewString()[:8], base: base}
 	h := sandboxapi.NewHandler()
 	sb := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {

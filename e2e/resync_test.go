@@ -58,6 +58,9 @@ func TestMain(m *testing.M) {
 const (
 	taskQueue     = "fos-e2e"
 	bulkTaskQueue = "fos-e2e-bulk"
+	// inboundTaskQueue serves inbound platform webhooks (the relay starts
+	// their runs there).
+	inboundTaskQueue = "fos-e2e-inbound"
 )
 
 // dataConverter is every client's: payloads encrypted with the tests'

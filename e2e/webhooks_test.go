@@ -97,18 +97,22 @@ func startHookStack(t testing.TB) *hookStack {
 	}
 }
 
-// process starts the worker and the webhook relay.
+// process starts the workers (the main queue's and the inbound webhook
+// queue's, as fos runs them) and the webhook relay, which starts the
+// events' runs on the inbound queue.
 func (s *hookStack) process() {
 	s.t.Helper()
-	w := worker.New(s.temporal, taskQueue, worker.Deps{
-		Store: s.store, Secrets: s.box, Logger: s.logger,
-		Platforms: s.apiPlat,
-		Carriers:  carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: s.sandbox.URL}),
-	})
-	require.NoError(s.t, w.Start())
-	s.t.Cleanup(w.Stop)
+	for _, q := range []string{taskQueue, inboundTaskQueue} {
+		w := worker.New(s.temporal, q, worker.Deps{
+			Store: s.store, Secrets: s.box, Logger: s.logger,
+			Platforms: s.apiPlat,
+			Carriers:  carriers.NewRegistry(carriers.Config{Sandbox: true, SandboxURL: s.sandbox.URL}),
+		})
+		require.NoError(s.t, w.Start())
+		s.t.Cleanup(w.Stop)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	relay := &worker.WebhookRelay{Store: s.store, Temporal: s.temporal, TaskQueue: taskQueue, Logger: s.logger, Poll: 500 * time.Millisecond}
+	relay := &worker.WebhookRelay{Store: s.store, Temporal: s.temporal, TaskQueue: inboundTaskQueue, Logger: s.logger, Poll: 500 * time.Millisecond}
 	done := make(chan struct{})
 	go func() { defer close(done); _ = relay.Run(ctx) }()
 	s.t.Cleanup(func() { cancel(); <-done })

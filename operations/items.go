@@ -137,6 +137,9 @@ func (s *Service) AddItems(ctx context.Context, actor domain.Actor, opID uuid.UU
 	if added == nil {
 		added = []Item{}
 	}
+	if err == nil {
+		s.store.NoteBulkWrite(ctx, "operation_items", len(added))
+	}
 	return added, err
 }
 

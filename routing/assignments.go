@@ -152,9 +152,12 @@ func (in ProcessAssignmentsInput) Validate() domain.FieldErrors {
 	return v
 }
 
-// ProcessAssignments starts the runs of pending assignments, oldest
-// first. Without a workflow starter every one is counted as an error. The
-// actor needs dispatchers:write.
+// ProcessAssignments has the pending assignments processed: the drainers
+// (DispatchBatch) of their destination bridges are signalled, which claim
+// them oldest first. Processed counts the pending assignments found (at
+// most Limit), Queued those whose drainer was signalled. Without a
+// workflow starter every one is counted as an error. The actor needs
+// dispatchers:write.
 func (s *Service) ProcessAssignments(ctx context.Context, actor domain.Actor, in ProcessAssignmentsInput) (ProcessResult, error) {
 	org, err := orgOf(actor, ScopeWrite)
 	if err != nil {
@@ -175,11 +178,23 @@ func (s *Service) ProcessAssignments(ctx context.Context, actor domain.Actor, in
 	if s.starter == nil || len(pending) == 0 {
 		return res, nil
 	}
+	ctx = detached(ctx)
+	if d, ok := s.starter.(rules.DispatchDrainer); ok {
+		bridges, err := store.PendingDestinationsOf(ctx, s.store.Pool, org, in.BridgeID)
+		if err != nil {
+			return ProcessResult{}, err
+		}
+		if err := d.DrainBridges(ctx, org, bridges); err != nil {
+			s.log.WarnContext(ctx, "signal dispatch drainers", "error", err)
+			return res, nil
+		}
+		res.Queued, res.Errors = len(pending), 0
+		return res, nil
+	}
 	ids := make([]uuid.UUID, len(pending))
 	for i, a := range pending {
 		ids[i] = a.ID
 	}
-	ctx = detached(ctx)
 	res.Queued, err = s.starter.StartAssignments(ctx, org, ids)
 	res.Errors = len(ids) - res.Queued
 	if err != nil {
@@ -189,8 +204,10 @@ func (s *Service) ProcessAssignments(ctx context.Context, actor domain.Actor, in
 }
 
 // RetryAssignments resets failed assignments to pending (retryCount 0) and
-// starts them again: the ids given (nil: every failed one of the
-// organization; at most 1000) and returns how many were reset. The actor
+// has them processed again: the ids given (nil: every failed one of the
+// organization; at most 1000) and returns how many were reset. One
+// assignment retried on its own runs its own DispatchAssignment run
+// (dispatch/<id>); more go to their destinations' drainers. The actor
 // needs dispatchers:write.
 func (s *Service) RetryAssignments(ctx context.Context, actor domain.Actor, ids []uuid.UUID) (int, error) {
 	org, err := orgOf(actor, ScopeWrite)
@@ -208,10 +225,16 @@ func (s *Service) RetryAssignments(ctx context.Context, actor domain.Actor, ids 
 	if err != nil {
 		return 0, err
 	}
-	if s.starter != nil && len(reset) > 0 {
-		if _, err := s.starter.StartAssignments(ctx, org, reset); err != nil {
-			s.log.WarnContext(ctx, "start dispatch assignments; they stay pending", "error", err)
-		}
+	if s.starter == nil || len(reset) == 0 {
+		return len(reset), nil
+	}
+	if r, ok := s.starter.(rules.DispatchRetrier); ok && len(ids) == 1 && len(reset) == 1 {
+		err = r.StartSingle(ctx, org, reset[0])
+	} else {
+		_, err = s.starter.StartAssignments(ctx, org, reset)
+	}
+	if err != nil {
+		s.log.WarnContext(ctx, "start dispatch assignments; they stay pending", "error", err)
 	}
 	return len(reset), nil
 }
@@ -240,7 +263,7 @@ type DispatchResult struct {
 
 // DispatchToBridge assigns the organization's order to its bridge without
 // a dispatcher (a dispatch assignment whose DispatcherID is nil) and starts
-// the DispatchAssignment run that pushes it; without a workflow starter, or
+// its destination's drainer (DispatchBatch) that pushes it; without a workflow starter, or
 // when the start fails, the assignment stays pending for
 // ProcessAssignments and the reconciler. It is idempotent: one assignment
 // per order and bridge (see DispatchResult). An order or a bridge that is

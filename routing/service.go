@@ -9,7 +9,7 @@
 //   - DispatchToBridge sends one order to one bridge (an operation's
 //     overrideDispatchBridgeId, CONTRACT 10): idempotent per order and
 //     bridge, recorded as a dispatch assignment with metadata.trigger
-//     "operation" and pushed by the DispatchAssignment workflow.
+//     "operation" and pushed by the destination's DispatchBatch drainer.
 //   - CancelAssignment cancels an assignment that was not pushed yet (an
 //     operation's undo).
 //   - EvaluateDispatchers runs the dispatchers of an order's bridge on it
@@ -43,7 +43,7 @@ type Deps struct {
 	// dispatcher evaluation (and condition-set cache) is used, else one
 	// over Store and Starter.
 	Hooks rules.OrderHooks
-	// Starter starts DispatchAssignment runs (rules.TemporalDispatch on the
+	// Starter signals the destinations' drainers (rules.TemporalDispatch on the
 	// bulk task queue); nil: new assignments stay pending for
 	// ProcessAssignments and the reconciler.
 	Starter rules.DispatchStarter

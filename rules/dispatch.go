@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -36,66 +38,196 @@ type DispatchInput struct {
 // DispatchWorkflowID is the stable id of an assignment's run.
 func DispatchWorkflowID(assignmentID uuid.UUID) string { return "dispatch/" + assignmentID.String() }
 
+// DispatchBatchWorkflow is the type name of a destination bridge's
+// drainer (workflows.DispatchBatch), started with a DispatchBatchInput
+// under DispatchBatchWorkflowID by signal-with-start of
+// DispatchBatchSignal.
+const (
+	DispatchBatchWorkflow = "DispatchBatch"
+	DispatchBatchSignal   = "dispatch"
+)
+
+// DispatchBatchInput is the DispatchBatch workflow's input; Totals carry
+// the counts over continue-as-new.
+type DispatchBatchInput struct {
+	OrganizationID uuid.UUID          `json:"organizationId"`
+	BridgeID       uuid.UUID          `json:"bridgeId"`
+	Totals         DispatchBatchTotal `json:"totals"`
+	// PageSize and Concurrency tune the pages (0: the activity's
+	// defaults).
+	PageSize    int `json:"pageSize,omitempty"`
+	Concurrency int `json:"concurrency,omitempty"`
+}
+
+// DispatchBatchTotal counts a drainer's assignments over its runs.
+type DispatchBatchTotal struct {
+	Pages     int    `json:"pages"`
+	Claimed   int    `json:"claimed"`
+	Completed int    `json:"completed"`
+	Failed    int    `json:"failed"`
+	Skipped   int    `json:"skipped"`
+	LastError string `json:"lastError,omitempty"`
+}
+
+// DispatchBatchWorkflowID is the stable id of a destination bridge's
+// drainer.
+func DispatchBatchWorkflowID(bridgeID uuid.UUID) string { return "dispatch-batch/" + bridgeID.String() }
+
 // DispatchStarter starts the processing of new (pending) assignments.
 type DispatchStarter interface {
 	StartAssignments(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID) (started int, err error)
 }
 
-// TemporalDispatch starts DispatchAssignment workflows on a task queue
-// (the bulk queue). A run of the same id that is still open is joined; a
-// closed one (an assignment reset by retry) is started again. An
-// assignment whose start fails stays pending: the process endpoint and the
-// reconciler pick it up.
+// DispatchDrainer is a DispatchStarter that signals the drainers of
+// destination bridges directly (the assignments' destinations known).
+type DispatchDrainer interface {
+	DrainBridges(ctx context.Context, orgID uuid.UUID, bridgeIDs []uuid.UUID) error
+}
+
+// DispatchRetrier is a DispatchStarter that can run one assignment on its
+// own DispatchAssignment run (an explicit retry of a single assignment).
+type DispatchRetrier interface {
+	StartSingle(ctx context.Context, orgID, assignmentID uuid.UUID) error
+}
+
+// TemporalDispatch processes pending assignments through the drainer of
+// their destination bridge (DispatchBatch, dispatch-batch/<bridgeId>):
+// StartAssignments and DrainBridges signal it with start, once per bridge
+// (a bridge signalled successfully within signalDebounce is not signalled
+// again: its drainer claims after every signal and only ends once no
+// signal came for longer than that). StartSingle starts one assignment's
+// own DispatchAssignment run. An assignment whose signal fails stays
+// pending: the process endpoint and the reconciler pick it up.
 type TemporalDispatch struct {
 	Client    client.Client
 	TaskQueue string
+	// Store finds the destinations of assignment ids (StartAssignments).
+	Store *store.Store
 	// Options builds a start's options (worker.StartOptions: the search
 	// attribute and memo every run carries); nil: id and queue only.
 	Options func(id, taskQueue, orgID string, memo map[string]any) client.StartWorkflowOptions
+	// Tune sets the drainer's page size and concurrency (0: defaults).
+	PageSize, Concurrency int
+	// Debounce remembers recent signals (nil: every call signals).
+	Debounce *SignalDebounce
 }
 
-// startParallel bounds the concurrent starts of one batch.
-const startParallel = 16
+// signalDebounce: see TemporalDispatch; shorter than the drainer's idle
+// wait (workflows.DispatchBatchIdle).
+const signalDebounce = 2 * time.Second
 
-// StartAssignments implements DispatchStarter.
+// SignalDebounce remembers when each drainer was last signalled
+// successfully (shared by the TemporalDispatch values of one process).
+type SignalDebounce struct {
+	mu   sync.Mutex
+	last map[uuid.UUID]time.Time
+}
+
+// NewSignalDebounce returns an empty SignalDebounce.
+func NewSignalDebounce() *SignalDebounce { return &SignalDebounce{last: map[uuid.UUID]time.Time{}} }
+
+func (d *SignalDebounce) recent(bridge uuid.UUID) bool {
+	if d == nil {
+		return false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return time.Since(d.last[bridge]) < signalDebounce
+}
+
+func (d *SignalDebounce) mark(bridge uuid.UUID) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.last) > 10000 {
+		clear(d.last)
+	}
+	d.last[bridge] = time.Now()
+}
+
+// StartAssignments implements DispatchStarter: the drainers of the
+// destinations of ids still pending are signalled; started counts the
+// ids whose drainer was signalled.
 func (t TemporalDispatch) StartAssignments(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID) (int, error) {
 	if t.Client == nil || len(ids) == 0 {
 		return 0, nil
 	}
-	var (
-		mu       sync.Mutex
-		started  int
-		firstErr error
-		wg       sync.WaitGroup
-		sem      = make(chan struct{}, startParallel)
-	)
-	for _, id := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(id uuid.UUID) {
-			defer func() { <-sem; wg.Done() }()
-			opts := client.StartWorkflowOptions{
-				ID: DispatchWorkflowID(id), TaskQueue: t.TaskQueue,
-				WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-				WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			}
-			if t.Options != nil {
-				opts = t.Options(DispatchWorkflowID(id), t.TaskQueue, orgID.String(), map[string]any{"assignmentId": id.String()})
-			}
-			_, err := t.Client.ExecuteWorkflow(ctx, opts, DispatchWorkflow, DispatchInput{OrganizationID: orgID, AssignmentID: id})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				if firstErr == nil {
-					firstErr = fmt.Errorf("start %s: %w", DispatchWorkflowID(id), err)
-				}
-				return
-			}
-			started++
-		}(id)
+	if t.Store == nil {
+		return 0, fmt.Errorf("dispatch: no store to find the destinations of %d assignments", len(ids))
 	}
-	wg.Wait()
-	return started, firstErr
+	bridges, err := store.PendingDestinations(ctx, t.Store.Pool, orgID, ids)
+	if err != nil {
+		return 0, err
+	}
+	if err := t.DrainBridges(ctx, orgID, bridges); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
+}
+
+// DrainBridges implements DispatchDrainer.
+func (t TemporalDispatch) DrainBridges(ctx context.Context, orgID uuid.UUID, bridgeIDs []uuid.UUID) error {
+	if t.Client == nil {
+		return nil
+	}
+	var firstErr error
+	for _, b := range bridgeIDs {
+		if t.Debounce.recent(b) {
+			continue
+		}
+		if err := t.signal(ctx, orgID, b); err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		t.Debounce.mark(b)
+	}
+	return firstErr
+}
+
+// DrainOptions are the start options of a bridge's drainer, in one place.
+func (t TemporalDispatch) DrainOptions(orgID, bridgeID uuid.UUID) client.StartWorkflowOptions {
+	id := DispatchBatchWorkflowID(bridgeID)
+	if t.Options != nil {
+		return t.Options(id, t.TaskQueue, orgID.String(), map[string]any{"bridgeId": bridgeID.String()})
+	}
+	return client.StartWorkflowOptions{ID: id, TaskQueue: t.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}
+}
+
+func (t TemporalDispatch) signal(ctx context.Context, orgID, bridgeID uuid.UUID) error {
+	opts := t.DrainOptions(orgID, bridgeID)
+	// Signal-with-start joins the open run whatever the conflict policy.
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_UNSPECIFIED
+	_, err := t.Client.SignalWithStartWorkflow(ctx, opts.ID, DispatchBatchSignal, nil, opts, DispatchBatchWorkflow,
+		DispatchBatchInput{OrganizationID: orgID, BridgeID: bridgeID, PageSize: t.PageSize, Concurrency: t.Concurrency})
+	if err != nil {
+		return fmt.Errorf("signal %s: %w", opts.ID, err)
+	}
+	return nil
+}
+
+// StartSingle implements DispatchRetrier.
+func (t TemporalDispatch) StartSingle(ctx context.Context, orgID, id uuid.UUID) error {
+	if t.Client == nil {
+		return nil
+	}
+	opts := client.StartWorkflowOptions{
+		ID: DispatchWorkflowID(id), TaskQueue: t.TaskQueue,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}
+	if t.Options != nil {
+		opts = t.Options(DispatchWorkflowID(id), t.TaskQueue, orgID.String(), map[string]any{"assignmentId": id.String()})
+	}
+	if _, err := t.Client.ExecuteWorkflow(ctx, opts, DispatchWorkflow, DispatchInput{OrganizationID: orgID, AssignmentID: id}); err != nil {
+		return fmt.Errorf("start %s: %w", DispatchWorkflowID(id), err)
+	}
+	return nil
 }
 
 // OrderEvent runs the dispatchers of an order event (order_updated,
@@ -209,17 +341,28 @@ func (h *Hooks) Dispatch(ctx context.Context, orgID, orderID uuid.UUID, trigger 
 		}
 		created = append(created, as...)
 	}
+	h.Store.NoteBulkWrite(ctx, "dispatch_assignments", len(created))
 	if err := h.StartAssignments(ctx, orgID, created); err != nil {
 		h.logger().WarnContext(ctx, "start dispatch assignments; they stay pending", "order_id", orderID, "error", err)
 	}
 	return created, nil
 }
 
-// StartAssignments starts the processing of new assignments (nothing
-// without a Dispatcher: they stay pending for the process endpoint).
+// StartAssignments starts the processing of new assignments: the
+// drainers of their destinations are signalled (nothing without a
+// Dispatcher: they stay pending for the process endpoint).
 func (h *Hooks) StartAssignments(ctx context.Context, orgID uuid.UUID, as []store.DispatchAssignment) error {
 	if h.Dispatcher == nil || len(as) == 0 {
 		return nil
+	}
+	if d, ok := h.Dispatcher.(DispatchDrainer); ok {
+		var bridges []uuid.UUID
+		for _, a := range as {
+			if !slices.Contains(bridges, a.DestinationBridgeID) {
+				bridges = append(bridges, a.DestinationBridgeID)
+			}
+		}
+		return d.DrainBridges(ctx, orgID, bridges)
 	}
 	ids := make([]uuid.UUID, len(as))
 	for i, a := range as {

@@ -310,10 +310,15 @@ type DispatchAssignment struct {
 	AssignedAt          time.Time       `db:"assigned_at"`
 	CreatedAt           time.Time       `db:"created_at"`
 	UpdatedAt           time.Time       `db:"updated_at"`
+	// ClaimedBy is who processes it: a drainer's claim token
+	// (DispatchBatch) or SingleRunClaimant; ClaimedUntil the end of a
+	// drainer's lease. Not in the API.
+	ClaimedBy    *string    `db:"claimed_by"`
+	ClaimedUntil *time.Time `db:"claimed_until"`
 }
 
 const assignmentCols = `id, organization_id, dispatcher_id, order_id, destination_bridge_id, status, task_execution_id,
- processed_at, error_message, retry_count, metadata, assigned_at, created_at, updated_at`
+ processed_at, error_message, retry_count, metadata, assigned_at, created_at, updated_at, claimed_by, claimed_until`
 
 // CreateAssignments assigns the orders (of the organization; others are
 // ignored) to the dispatcher's destination, pending, in one statement.
@@ -403,23 +408,34 @@ func PendingAssignments(ctx context.Context, db DBTX, orgID uuid.UUID, destinati
 func ResetFailedAssignments(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UUID) ([]uuid.UUID, error) {
 	rows, _ := db.Query(ctx, `
 UPDATE dispatch_assignments
-   SET status = 'pending', retry_count = 0, error_message = NULL, processed_at = NULL, updated_at = now()
+   SET status = 'pending', retry_count = 0, error_message = NULL, processed_at = NULL, updated_at = now(),
+       claimed_by = NULL, claimed_until = NULL
  WHERE organization_id = $1 AND status = 'failed' AND ($2::uuid[] IS NULL OR id = ANY($2))
 RETURNING id`, orgID, ids)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return out, mapErr(err)
 }
 
-// BeginAssignment moves a pending assignment to processing and returns it;
-// a processing one (a retried attempt) is returned as it is, a finished
-// one too (the caller sees its status and does nothing).
+// SingleRunClaimant is the claimed_by of an assignment a single
+// DispatchAssignment run processes: its workflow id (dispatch/<id>).
+func SingleRunClaimant(id uuid.UUID) string { return "dispatch/" + id.String() }
+
+// BeginAssignment moves a pending assignment to processing, claimed by
+// its single DispatchAssignment run (SingleRunClaimant), and returns it; a
+// processing one the run claimed already (a retried attempt), or one left
+// processing without a claim (a run of an earlier version), is returned
+// as it is, a finished one too (the caller sees its status and does
+// nothing). One a drainer claimed is returned with its ClaimedBy: the
+// caller leaves it to the drainer.
 func BeginAssignment(ctx context.Context, db DBTX, orgID, id uuid.UUID) (DispatchAssignment, error) {
 	rows, _ := db.Query(ctx, `
 UPDATE dispatch_assignments
    SET status = CASE WHEN status = 'pending' THEN 'processing' ELSE status END,
+       claimed_by = CASE WHEN status = 'pending' OR (status = 'processing' AND claimed_by IS NULL) THEN $3 ELSE claimed_by END,
+       claimed_until = CASE WHEN status = 'pending' THEN NULL ELSE claimed_until END,
        updated_at = CASE WHEN status = 'pending' THEN now() ELSE updated_at END
  WHERE organization_id = $1 AND id = $2
-RETURNING `+assignmentCols, orgID, id)
+RETURNING `+assignmentCols, orgID, id, SingleRunClaimant(id))
 	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[DispatchAssignment])
 	return out, mapErr(err)
 }
@@ -487,7 +503,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now())`, eid, orgID, a.Destinat
 		if _, err := tx.Exec(ctx, `
 UPDATE dispatch_assignments
    SET status = $3, error_message = $4, metadata = metadata || $5::jsonb, task_execution_id = COALESCE($6, task_execution_id),
-       processed_at = now(), updated_at = now(),
+       processed_at = now(), updated_at = now(), claimed_by = NULL, claimed_until = NULL,
        retry_count = CASE WHEN $3 = 'failed' THEN retry_count + 1 ELSE retry_count END
  WHERE organization_id = $1 AND id = $2`, orgID, id, o.Status, errMsg, md, execID); err != nil {
 			return mapErr(err)
@@ -568,11 +584,23 @@ RETURNING `+assignmentCols, orgID, id, reason)
 	return a, ErrAssignmentNotCancellable
 }
 
+// StaleAssignment is an assignment the reconciler looks at: pending or
+// processing since before the cutoff, with who claimed it.
+type StaleAssignment struct {
+	WaitingRow
+	DestinationBridgeID uuid.UUID `db:"destination_bridge_id"`
+	Status              string    `db:"status"`
+	ClaimedBy           *string   `db:"claimed_by"`
+}
+
 // StaleAssignments lists up to limit assignments pending or processing
-// since before cutoff, oldest first, for the reconciler.
-func StaleAssignments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
-	rows, _ := db.Query(ctx, `SELECT organization_id, id, updated_at AS since FROM dispatch_assignments
- WHERE status IN ('pending', 'processing') AND updated_at < $1 ORDER BY updated_at LIMIT $2`, cutoff, limit)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
+// since before cutoff for the reconciler, the least recently checked
+// first (MarkReconcileChecked; never checked first), then oldest.
+func StaleAssignments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]StaleAssignment, error) {
+	rows, _ := db.Query(ctx, `SELECT organization_id, id, updated_at AS since, destination_bridge_id, status, claimed_by
+  FROM dispatch_assignments
+ WHERE status IN ('pending', 'processing') AND updated_at < $1
+ ORDER BY reconcile_checked_at NULLS FIRST, updated_at LIMIT $2`, cutoff, limit)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[StaleAssignment])
 	return out, mapErr(err)
 }

@@ -643,7 +643,7 @@ func RunningOperations(ctx context.Context, db DBTX, before time.Time, limit int
 // before cutoff (their last change), oldest first: the reconciler's rows.
 func StaleOperations(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, updated_at AS since FROM operations
- WHERE status IN ('executing', 'paused') AND updated_at < $1 ORDER BY updated_at LIMIT $2`, cutoff, limit)
+ WHERE status IN ('executing', 'paused') AND updated_at < $1 ORDER BY reconcile_checked_at NULLS FIRST, updated_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }
@@ -652,7 +652,7 @@ func StaleOperations(ctx context.Context, db DBTX, cutoff time.Time, limit int) 
 // cutoff and did not finish.
 func StaleUndos(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, undo_started_at AS since FROM operation_history
- WHERE undo_started_at IS NOT NULL AND NOT is_undone AND undo_started_at < $1 ORDER BY undo_started_at LIMIT $2`, cutoff, limit)
+ WHERE undo_started_at IS NOT NULL AND NOT is_undone AND undo_started_at < $1 ORDER BY reconcile_checked_at NULLS FIRST, undo_started_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }

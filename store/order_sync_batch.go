@@ -241,6 +241,9 @@ func UpsertOrderBatch(ctx context.Context, s *Store, b OrderBatch) (OrderBatchRe
 	if err != nil {
 		return OrderBatchResult{}, err
 	}
+	// Outside the transaction: fresh statistics once the tables grew.
+	s.NoteBulkWrite(ctx, "orders", res.Created)
+	s.NoteBulkWrite(ctx, "order_activities", res.Created+res.Updated)
 	return res, nil
 }
 

@@ -264,6 +264,41 @@ func OrderIDByExternalID(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID
 	return id, mapErr(err)
 }
 
+// orderPageSQL is ListOrders' page statement and its arguments, the
+// count statement, and whether the count runs apart (splitCount).
+func orderPageSQL(db DBTX, orgID uuid.UUID, p OrderListParams) (pageSQL string, args []any, countSQL string, splitCount bool) {
+	col, ok := OrderSortColumns[p.Sort]
+	if !ok {
+		col = "created_at"
+	}
+	dir := " ASC"
+	if p.Desc {
+		dir = " DESC"
+	}
+	where, args := orderWhere(orgID, p.Filter)
+	nulls := ""
+	if col == "order_number" { // the one nullable sort column: orders without a number last
+		nulls = " NULLS LAST"
+	}
+	countSQL = orderCountSQL(p.Filter, where)
+	// A search's count is a scan of the organization's orders; on a pool it
+	// runs after the page, split over key ranges that run at once.
+	_, splitCount = db.(*pgxpool.Pool)
+	splitCount = splitCount && p.Filter.Search != ""
+	inlineCount := countSQL
+	if splitCount {
+		inlineCount = "NULL"
+	}
+	// The count subquery is evaluated once, and only when the CASE needs it.
+	pageSQL = fmt.Sprintf(`SELECT CASE WHEN count(*) OVER () < %d THEN %d + count(*) OVER () ELSE (%s) END AS match_count, `,
+		p.Limit, p.Offset, inlineCount) + orderListColsOf("o") + `
+  FROM (SELECT id, ` + col + ` FROM orders WHERE ` + where +
+		` ORDER BY ` + col + dir + nulls + `, id` + dir + fmt.Sprintf(` LIMIT %d OFFSET %d`, p.Limit, p.Offset) + `) AS p
+  JOIN orders o ON o.id = p.id
+ ORDER BY p.` + col + dir + nulls + `, p.id` + dir
+	return pageSQL, args, countSQL, splitCount
+}
+
 // ListOrders returns one page and the number of all matching orders.
 //
 // The page walks an index that holds the organization, the sort key and the
@@ -283,35 +318,8 @@ func OrderIDByExternalID(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID
 // Index-only scans need the visibility map to be current, which autovacuum
 // keeps after changes (migration 00014 tunes it for the orders table).
 func ListOrders(ctx context.Context, db DBTX, orgID uuid.UUID, p OrderListParams) ([]OrderListItem, int, error) {
-	col, ok := OrderSortColumns[p.Sort]
-	if !ok {
-		col = "created_at"
-	}
-	dir := " ASC"
-	if p.Desc {
-		dir = " DESC"
-	}
-	where, args := orderWhere(orgID, p.Filter)
-	nulls := ""
-	if col == "order_number" { // the one nullable sort column: orders without a number last
-		nulls = " NULLS LAST"
-	}
-	countSQL := orderCountSQL(p.Filter, where)
-	// A search's count is a scan of the organization's orders; on a pool it
-	// runs after the page, split over key ranges that run at once.
-	pool, splitCount := db.(*pgxpool.Pool)
-	splitCount = splitCount && p.Filter.Search != ""
-	inlineCount := countSQL
-	if splitCount {
-		inlineCount = "NULL"
-	}
-	// The count subquery is evaluated once, and only when the CASE needs it.
-	pageSQL := fmt.Sprintf(`SELECT CASE WHEN count(*) OVER () < %d THEN %d + count(*) OVER () ELSE (%s) END AS match_count, `,
-		p.Limit, p.Offset, inlineCount) + orderListColsOf("o") + `
-  FROM (SELECT id, ` + col + ` FROM orders WHERE ` + where +
-		` ORDER BY ` + col + dir + nulls + `, id` + dir + fmt.Sprintf(` LIMIT %d OFFSET %d`, p.Limit, p.Offset) + `) AS p
-  JOIN orders o ON o.id = p.id
- ORDER BY p.` + col + dir + nulls + `, p.id` + dir
+	pageSQL, args, countSQL, splitCount := orderPageSQL(db, orgID, p)
+	pool, _ := db.(*pgxpool.Pool)
 	// Parameters are sent with each statement (no cached generic plan), so
 	// the planner sees the actual status, bridge and search pattern and picks
 	// between the trigram index and an index-only walk.

@@ -20,19 +20,19 @@ type WaitingRow struct {
 }
 
 // StaleRateComparisons lists up to limit comparisons processing since
-// before cutoff, oldest first.
+// before cutoff, the least recently checked first, then oldest.
 func StaleRateComparisons(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, started_at AS since FROM rate_comparisons
- WHERE status = 'processing' AND started_at < $1 ORDER BY started_at LIMIT $2`, cutoff, limit)
+ WHERE status = 'processing' AND started_at < $1 ORDER BY reconcile_checked_at NULLS FIRST, started_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }
 
 // StalePendingCarrierAccounts lists up to limit accounts pending
-// registration, unchanged since before cutoff, oldest first.
+// registration, unchanged since before cutoff, the least recently checked first, then oldest.
 func StalePendingCarrierAccounts(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, updated_at AS since FROM carrier_accounts
- WHERE status = 'pending' AND updated_at < $1 ORDER BY updated_at LIMIT $2`, cutoff, limit)
+ WHERE status = 'pending' AND updated_at < $1 ORDER BY reconcile_checked_at NULLS FIRST, updated_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }

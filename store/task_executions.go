@@ -120,7 +120,7 @@ UPDATE task_executions
 // (the reconciler).
 func StaleTaskExecutions(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at AS since FROM task_executions
- WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
+ WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY reconcile_checked_at NULLS FIRST, created_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }

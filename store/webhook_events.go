@@ -322,7 +322,7 @@ func StaleWebhookEvents(ctx context.Context, db DBTX, cutoff time.Time, limit in
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, coalesce(relayed_at, created_at) AS since FROM webhook_events
  WHERE (status = 'processing' OR (status = 'received' AND relayed_at IS NOT NULL))
    AND coalesce(relayed_at, created_at) < $1
- ORDER BY coalesce(relayed_at, created_at) LIMIT $2`, cutoff, limit)
+ ORDER BY reconcile_checked_at NULLS FIRST, coalesce(relayed_at, created_at) LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }

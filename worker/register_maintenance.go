@@ -43,9 +43,15 @@ func registerMaintenance(r sdkworker.Registry, deps Deps) {
 			_, err := deps.Temporal.ExecuteWorkflow(ctx, opts, workflows.RateComparison, workflows.NewRateComparisonInput(orgID, id, ReconcilerActor))
 			return err
 		}
+		dispatch := dispatchStarter(deps)
 		a.StartDispatch = func(ctx context.Context, orgID, id uuid.UUID) error {
-			_, err := DispatchStarter(deps).StartAssignments(ctx, orgID, []uuid.UUID{id})
-			return err
+			return dispatch.StartSingle(ctx, orgID, id)
+		}
+		a.DrainDispatch = func(ctx context.Context, orgID, bridgeID uuid.UUID) error {
+			// Not debounced: the reconciler signals a drainer it found gone.
+			d := dispatch
+			d.Debounce = nil
+			return d.DrainBridges(ctx, orgID, []uuid.UUID{bridgeID})
 		}
 		ops := TemporalOperations{Client: deps.Temporal, TaskQueue: queue, Log: deps.Logger}
 		a.StartOperation = func(ctx context.Context, orgID, id uuid.UUID) error { return ops.Restart(ctx, deps.Store, orgID, id) }

@@ -150,7 +150,7 @@ type workers struct {
 }
 
 func newWorkers(svc *services) *workers {
-	ws := &workers{fatal: make(chan error, 3)}
+	ws := &workers{fatal: make(chan error, 4)}
 	onFatal := func(err error) {
 		select {
 		case ws.fatal <- err:
@@ -178,7 +178,9 @@ func newWorkers(svc *services) *workers {
 		tuning config.WorkerTuning
 	}{{svc.cfg.TaskQueue, t.Worker}, {t.BulkTaskQueue, t.BulkWorker},
 		// End-user webhook deliveries: a slow receiver never delays labels.
-		{worker.WebhookTaskQueue(svc.cfg.TaskQueue), t.Worker}} {
+		{worker.WebhookTaskQueue(svc.cfg.TaskQueue), t.Worker},
+		// Inbound platform webhooks: a storm never delays labels either.
+		{t.InboundTaskQueue, t.InboundWorker}} {
 		deps.Options = workerOptions(q.tuning, t.StopTimeout, onFatal)
 		ws.list = append(ws.list, worker.New(svc.temporal, q.queue, deps))
 	}

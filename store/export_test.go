@@ -1,0 +1,9 @@
+package store
+
+import "github.com/google/uuid"
+
+// OrderPageSQL exposes ListOrders' page statement to the tests (EXPLAIN).
+func OrderPageSQL(db DBTX, orgID uuid.UUID, p OrderListParams) (string, []any) {
+	sql, args, _, _ := orderPageSQL(db, orgID, p)
+	return sql, args
+}
