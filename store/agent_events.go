@@ -44,8 +44,9 @@ type StandingRunClaim struct {
 // each with its conversation, in one statement: a run recorded before
 // (the same standing order and event key) is not recorded again. It
 // returns the conversations to start: those of the runs recorded now and
-// those of runs recorded before whose turn never began (the caller that
-// recorded them stopped before starting them).
+// those of runs recorded over 30 s before whose turn never began (the
+// caller that recorded them stopped before starting them; a start is
+// idempotent, the delay only spares a run being started its second start).
 func ClaimAgentStandingRuns(ctx context.Context, db DBTX, orgID uuid.UUID, runs []StandingRunClaim) ([]uuid.UUID, error) {
 	if len(runs) == 0 {
 		return nil, nil
@@ -82,7 +83,8 @@ SELECT id FROM convs
 UNION
 SELECT c.id FROM agent_conversations c
   JOIN agent_standing_order_runs r ON r.conversation_id = c.id AND r.organization_id = $1
- WHERE c.organization_id = $1 AND c.id = ANY($4) AND c.message_count = 0 AND c.turn_status = 'idle'`,
+ WHERE c.organization_id = $1 AND c.id = ANY($4) AND c.message_count = 0 AND c.turn_status = 'idle'
+   AND r.created_at < now() - interval '30 seconds'`,
 		orgID, orders, keys, convs, titles, actors, contexts)
 	out, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 	return out, mapErr(err)
