@@ -10,8 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -154,4 +156,49 @@ func TestReconcileStartsLostStandingRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, res.StandingStarted, 1)
 	require.Contains(t, runs.convs, got[0].ConversationID)
+}
+
+// BenchmarkStandingEventsCost is what a batch of 100 imported orders pays
+// the standing orders: with none of the trigger (one indexed query), and
+// with one whose conditions match none of them (a query for the standing
+// orders, one for the objects, no run):
+//
+//	./scripts/test-postgres.sh go test -run '^$' -bench BenchmarkStandingEventsCost -benchtime 500x ./agent/
+func BenchmarkStandingEventsCost(b *testing.B) {
+	st := storetest.New(b)
+	f := &fixture{st: st, org: uuid.New()}
+	ctx := context.Background()
+	_, err := st.Pool.Exec(ctx, `INSERT INTO organizations (id, name, slug) VALUES ($1, 'Bench', $2)`, f.org, "bench-"+f.org.String())
+	require.NoError(b, err)
+	ids := make([]uuid.UUID, 100)
+	for i := range ids {
+		ids[i] = uuid.New()
+		_, err := st.Pool.Exec(ctx, `INSERT INTO orders (id, organization_id, external_id, order_number, status, customer, customer_email, line_items, totals, total, ordered_at)
+			VALUES ($1, $2, $3, $4, 'pending', '{}', 'c@example.com', '[]', '{"total": 10}', 10, now())`, ids[i], f.org, "b-"+ids[i].String()[:8], "#"+ids[i].String()[:6])
+		require.NoError(b, err)
+	}
+	ev := agent.NewStanding(st, nil, nil)
+	b.Run("none", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			if _, err := ev.Fire(ctx, f.org, rules.EventOrderCreated, ids); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	caller := domain.Actor{Kind: domain.ActorUser, ID: uuid.New(), OrganizationID: f.org, Role: "owner"}
+	tools, err := agent.NewTools(agent.StoreOrders{Store: st}, nil, nil, nil)
+	require.NoError(b, err)
+	svc := agent.New(agent.Deps{Store: st, Tools: tools})
+	name, text, trig := "Huge orders", "x", rules.EventOrderCreated
+	_, err = svc.CreateStandingOrder(ctx, caller, agent.StandingOrderInput{Name: &name, NaturalLanguage: &text, TriggerType: &trig,
+		Conditions: json.RawMessage(`[{"field": "total", "operator": "greater_than", "value": 100000}]`)})
+	require.NoError(b, err)
+	b.Run("no-match", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			got, err := ev.Fire(ctx, f.org, rules.EventOrderCreated, ids)
+			if err != nil || len(got) != 0 {
+				b.Fatal(err, len(got))
+			}
+		}
+	})
 }
