@@ -53,6 +53,9 @@ type BridgeTaskActivities struct {
 	// page stored by an attempt whose answer was lost calls it again for
 	// that page's orders: hooks are idempotent.
 	OrderHooks rules.OrderHooks
+	// Events hears the orders a page created or changed, a page at a
+	// time (the agent's standing orders; nil: nobody listens).
+	Events rules.Events
 	// Transforms loads the before_sync and after_sync transformations a
 	// grab-orders page applies (nil: transforms.Noop).
 	Transforms transforms.Loader
@@ -252,6 +255,7 @@ type SyncPageResult struct {
 type pageOutcome struct {
 	SyncCounts
 	CreatedIDs  []uuid.UUID `json:"createdIds"`
+	UpdatedIDs  []uuid.UUID `json:"updatedIds,omitempty"`
 	ExternalIDs []string    `json:"externalIds,omitempty"`
 }
 
@@ -289,6 +293,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 				counts.Add(after)
 			}
 			a.runHooks(ctx, orgID, out.CreatedIDs)
+			a.tellEvents(ctx, orgID, out.CreatedIDs, out.UpdatedIDs)
 			return SyncPageResult{SyncCounts: counts, Next: last.Next, Replayed: true}, nil
 		}
 	}
@@ -335,7 +340,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 			Metadata:   keys.metadata(b.ID, in.TaskName),
 			Cursor:     advance,
 			Outcome: func(r store.OrderBatchResult) any {
-				return pageOutcome{SyncCounts: batchCounts(r, tfCounts), CreatedIDs: r.CreatedID, ExternalIDs: pageExt}
+				return pageOutcome{SyncCounts: batchCounts(r, tfCounts), CreatedIDs: r.CreatedID, UpdatedIDs: r.UpdatedID, ExternalIDs: pageExt}
 			},
 		})
 		if err != nil {
@@ -354,6 +359,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 			counts.Add(written)
 		}
 		a.runHooks(ctx, orgID, res.CreatedID)
+		a.tellEvents(ctx, orgID, res.CreatedID, res.UpdatedID)
 		return SyncPageResult{SyncCounts: counts, Next: next}, nil
 
 	case platforms.TaskGrabShipments:
@@ -660,6 +666,14 @@ func (a *BridgeTaskActivities) runHooks(ctx context.Context, orgID uuid.UUID, id
 			a.log().WarnContext(ctx, "order-created hook failed", "organization_id", orgID, "order_id", id, "error", err)
 		}
 	}
+}
+
+// tellEvents tells the page's created and changed orders to the events'
+// listener, one batch each (after the order hooks: a split's children
+// exist then).
+func (a *BridgeTaskActivities) tellEvents(ctx context.Context, orgID uuid.UUID, created, updated []uuid.UUID) {
+	rules.Notify(ctx, a.Events, orgID, rules.EventOrderCreated, created)
+	rules.Notify(ctx, a.Events, orgID, rules.EventOrderUpdated, updated)
 }
 
 func heartbeat(ctx context.Context, details ...any) {

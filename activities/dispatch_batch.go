@@ -154,9 +154,13 @@ func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPage
 	for i, c := range claimed {
 		ids[i] = c.OrderID
 	}
-	orders, err := store.OrdersByIDs(ctx, a.Store.Pool, in.OrganizationID, ids)
+	list, err := store.OrdersByIDs(ctx, a.Store.Pool, in.OrganizationID, ids)
 	if err != nil {
 		return out, fmt.Errorf("read orders: %w", err)
+	}
+	orders := make(map[uuid.UUID]store.Order, len(list))
+	for _, o := range list {
+		orders[o.ID] = o
 	}
 
 	conc := in.Concurrency

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 )
@@ -31,6 +32,9 @@ type TrackingActivities struct {
 	// at once (default 4). Each adapter also bounds its own calls (carrier_a
 	// 30 numbers per call, carrier_b a few numbers in parallel).
 	AccountConcurrency int
+	// Events hears the shipments a poll moved to exception (the agent's
+	// standing orders; nil: nobody listens).
+	Events rules.Events
 }
 
 // TrackingListDueInput is the input of TrackingListDue.
@@ -257,14 +261,33 @@ func (a *TrackingActivities) TrackingPollShipments(ctx context.Context, in Track
 	}
 	res.Checkpoints = len(cps)
 	res.StatusChanges = len(out.Changes)
+	exceptions := map[uuid.UUID][]uuid.UUID{}
 	for _, c := range out.Changes {
 		if c.To == store.TrackingDelivered {
 			res.Delivered++
 		}
+		if c.To == store.TrackingException && c.From != store.TrackingException {
+			if org, ok := orgOfShipment(loaded, c.ShipmentID); ok {
+				exceptions[org] = append(exceptions[org], c.ShipmentID)
+			}
+		}
+	}
+	for org, ids := range exceptions {
+		rules.Notify(ctx, a.Events, org, rules.EventTrackingException, ids)
 	}
 	a.log().InfoContext(ctx, "shipments tracked", "shipments", res.Shipments, "tracked", res.Tracked, "not_found", res.NotFound,
 		"untrackable", res.Untrackable, "failed", res.Failed, "checkpoints", res.Checkpoints, "status_changes", res.StatusChanges)
 	return res, nil
+}
+
+// orgOfShipment is the organization of a polled shipment.
+func orgOfShipment(loaded []store.TrackableShipment, id uuid.UUID) (uuid.UUID, bool) {
+	for _, sh := range loaded {
+		if sh.ID == id {
+			return sh.OrganizationID, true
+		}
+	}
+	return uuid.Nil, false
 }
 
 // canTrack: the registry has the carrier and it tracks.

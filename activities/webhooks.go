@@ -44,6 +44,9 @@ type WebhookActivities struct {
 	Platforms *platforms.Registry
 	// Hooks run for the orders an event created (nil: rules.Noop).
 	Hooks rules.OrderHooks
+	// Events hears the orders an event created or changed (the agent's
+	// standing orders; nil: nobody listens).
+	Events rules.Events
 	// Transforms loads the organization's before_sync and after_sync
 	// transformations (nil: none), applied as a grab-orders run does.
 	Transforms transforms.Loader
@@ -225,6 +228,15 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 	// assigned there again, so a redelivery adds nothing.
 	for _, id := range updated {
 		rules.OrderEvent(ctx, hooks, orgID, id, rules.TriggerOrderUpdated)
+	}
+	// The standing orders of the event's orders, a batch each.
+	if a.Events != nil {
+		created := make([]uuid.UUID, 0, len(res.CreatedOrderIDs))
+		for _, id := range res.CreatedOrderIDs {
+			created = append(created, uuid.MustParse(id))
+		}
+		rules.Notify(ctx, a.Events, orgID, rules.EventOrderCreated, created)
+		rules.Notify(ctx, a.Events, orgID, rules.EventOrderUpdated, updated)
 	}
 	if err := store.FinishWebhookEvent(ctx, a.Store.Pool, orgID, ev.ID, store.WebhookEventProcessed, "", res); err != nil {
 		return res, fmt.Errorf("record webhook event %s processed: %w", ev.ID, err)

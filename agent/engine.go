@@ -398,10 +398,17 @@ func (s *Service) ProposeWrite(ctx context.Context, orgID, callID uuid.UUID) (Pr
 		return Proposal{ActionID: a.ID, ExpiresAt: a.ExpiresAt}, nil
 	}
 	if call.ResultContent != nil {
+		// Answered before (run at once, or refused): nothing waits.
 		return Proposal{Auto: call.ResolvedVia != nil && *call.ResolvedVia == "auto"}, nil
 	}
 	c := Call{Actor: agentActor(caller, call.ConversationID), Input: call.ToolInput, Key: call.ID.String(), ConversationID: call.ConversationID}
 	aff, err := s.tools.Affected(ctx, tool, c)
+	if domain.KindOf(err) != 0 {
+		// What the write names does not exist (another organization's
+		// ids are NotFound): the model is told now, nothing waits.
+		_, err := store.SetAgentToolResult(ctx, s.store.Pool, orgID, callID, toolError(err), true, 0, nil, nil)
+		return Proposal{}, err
+	}
 	if err != nil {
 		return Proposal{}, err
 	}
@@ -489,11 +496,11 @@ func (s *Service) autoApprove(ctx context.Context, orgID uuid.UUID, tool *Tool, 
 		if p.MaxDailyAutoExecutions != nil && runs >= *p.MaxDailyAutoExecutions {
 			return nil
 		}
-		if tool.Money && p.BudgetCapDaily != nil && spent >= *p.BudgetCapDaily {
+		if tool.Money && p.BudgetCapDaily != nil && (spent >= *p.BudgetCapDaily || spent+aff.Cost > *p.BudgetCapDaily) {
 			return nil
 		}
 		auto = true
-		return store.AddAgentAutoUsage(ctx, tx, orgID, tool.Name, 1, 0)
+		return store.AddAgentAutoUsage(ctx, tx, orgID, tool.Name, 1, aff.Cost)
 	})
 	return auto, err
 }

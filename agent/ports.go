@@ -9,6 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/insights"
+	"github.com/fos-dev/fos/operations"
+	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/store"
@@ -17,8 +20,8 @@ import (
 // The domain operations the tools call, as small ports: the shipping
 // domain's Service implements Shipping; Orders is implemented here over
 // the store until the orders domain service lands (another area), and the
-// operations and insights tools are offered only when their port is
-// wired (Deps.Operations, Deps.Insights).
+// operations, insights and routing tools are offered only when their port
+// is wired (Ports.Operations, Ports.Performance, Ports.Dispatchers).
 
 // Shipping is the part of shipping.Service the tools use.
 type Shipping interface {
@@ -183,4 +186,26 @@ func (o StoreOrders) OrderTotals(ctx context.Context, orgID uuid.UUID, ids []uui
 		out[id] = total
 	}
 	return out, rows.Err()
+}
+
+// Operations is the part of operations.Service the operations tools use.
+type Operations interface {
+	List(ctx context.Context, actor domain.Actor, in operations.ListInput) ([]operations.Operation, int, error)
+	Get(ctx context.Context, actor domain.Actor, id uuid.UUID) (operations.Operation, error)
+	Create(ctx context.Context, actor domain.Actor, in operations.CreateInput) (operations.Operation, error)
+	AddItems(ctx context.Context, actor domain.Actor, opID uuid.UUID, orderIDs []uuid.UUID) ([]operations.Item, error)
+	ApplyAction(ctx context.Context, actor domain.Actor, opID uuid.UUID, itemIDs []uuid.UUID, a operations.Action) (int, error)
+	Execute(ctx context.Context, actor domain.Actor, id uuid.UUID) (operations.Operation, error)
+	// ItemOrders are the orders of the operation's items (nil: all).
+	ItemOrders(ctx context.Context, actor domain.Actor, opID uuid.UUID, itemIDs []uuid.UUID) ([]uuid.UUID, error)
+}
+
+// Performance is the part of insights.Service carrier_performance uses.
+type Performance interface {
+	CarrierPerformance(ctx context.Context, actor domain.Actor, days int) ([]insights.CarrierPerformance, error)
+}
+
+// Dispatchers is the part of routing.Service evaluate_dispatchers uses.
+type Dispatchers interface {
+	EvaluateDispatchers(ctx context.Context, actor domain.Actor, orderID uuid.UUID) ([]routing.Assignment, error)
 }

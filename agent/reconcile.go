@@ -23,6 +23,9 @@ const StuckTurnAfter = time.Hour
 type ReconcileResult struct {
 	Expired     int `json:"expired"`
 	FailedTurns int `json:"failedTurns"`
+	// StandingStarted counts standing order runs whose start was lost,
+	// started now.
+	StandingStarted int `json:"standingStarted"`
 }
 
 // Reconcile settles overdue pending actions and stuck turns, up to limit
@@ -53,5 +56,7 @@ func (s *Service) Reconcile(ctx context.Context, limit int) (ReconcileResult, er
 		}
 		out.FailedTurns++
 	}
-	return out, nil
+	n, err := s.standing.Restart(ctx, now.Add(-time.Minute), limit)
+	out.StandingStarted = n
+	return out, err
 }

@@ -138,6 +138,7 @@ type Service struct {
 	log      *slog.Logger
 	cfg      Config
 	now      func() time.Time
+	standing *Standing
 }
 
 // New builds the Service.
@@ -162,7 +163,9 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Service{store: d.Store, provider: d.Provider, tools: d.Tools, runs: d.Runs, log: log, cfg: c, now: time.Now}
+	start, _ := d.Runs.(Starter)
+	return &Service{store: d.Store, provider: d.Provider, tools: d.Tools, runs: d.Runs, log: log, cfg: c, now: time.Now,
+		standing: NewStanding(d.Store, start, log)}
 }
 
 // Config is the Service's configuration with its defaults.

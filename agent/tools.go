@@ -61,6 +61,9 @@ type Call struct {
 type Affected struct {
 	Items    int
 	OrderIDs []uuid.UUID
+	// Cost is the label money the write is known to spend before it runs
+	// (an operation's estimate; 0 when only its result tells).
+	Cost float64
 }
 
 func (c Call) decode(v any) error {
@@ -74,13 +77,16 @@ func (c Call) keyID(purpose string) uuid.UUID {
 
 // Tools is the registry over the domain ports.
 type Tools struct {
-	Orders     Orders
-	Shipping   Shipping
-	Accounts   CarrierAccounts
-	Memory     MemoryWriter
-	byName     map[string]*Tool
-	names      []string
-	ResultSize int
+	Orders      Orders
+	Shipping    Shipping
+	Accounts    CarrierAccounts
+	Memory      MemoryWriter
+	Operations  Operations
+	Performance Performance
+	Dispatchers Dispatchers
+	byName      map[string]*Tool
+	names       []string
+	ResultSize  int
 }
 
 // CarrierAccounts lists the organization's carrier accounts (no secrets).
@@ -97,15 +103,38 @@ type MemoryWriter interface {
 // model, in bytes.
 const DefaultResultSize = 8000
 
-// NewTools builds the registry; a tool whose port is nil is not offered.
+// Ports are the domain services the tools call; a tool whose port is nil
+// is not offered.
+type Ports struct {
+	Orders      Orders
+	Shipping    Shipping
+	Accounts    CarrierAccounts
+	Memory      MemoryWriter
+	Operations  Operations
+	Performance Performance
+	Dispatchers Dispatchers
+}
+
+// NewTools builds the registry of the orders, shipping, carrier account
+// and memory tools.
 func NewTools(orders Orders, ship Shipping, accounts CarrierAccounts, mem MemoryWriter) (*Tools, error) {
-	t := &Tools{Orders: orders, Shipping: ship, Accounts: accounts, Memory: mem, byName: map[string]*Tool{}, ResultSize: DefaultResultSize}
-	for _, def := range toolDefs() {
+	return NewToolsFrom(Ports{Orders: orders, Shipping: ship, Accounts: accounts, Memory: mem})
+}
+
+// NewToolsFrom builds the registry over p; a tool whose port is nil is
+// not offered.
+func NewToolsFrom(p Ports) (*Tools, error) {
+	t := &Tools{Orders: p.Orders, Shipping: p.Shipping, Accounts: p.Accounts, Memory: p.Memory, Operations: p.Operations,
+		Performance: p.Performance, Dispatchers: p.Dispatchers, byName: map[string]*Tool{}, ResultSize: DefaultResultSize}
+	for _, def := range append(toolDefs(), operationToolDefs()...) {
 		switch {
-		case def.port == "orders" && orders == nil,
-			def.port == "shipping" && ship == nil,
-			def.port == "accounts" && accounts == nil,
-			def.port == "memory" && mem == nil:
+		case def.port == "orders" && p.Orders == nil,
+			def.port == "shipping" && p.Shipping == nil,
+			def.port == "accounts" && p.Accounts == nil,
+			def.port == "memory" && p.Memory == nil,
+			def.port == "operations" && p.Operations == nil,
+			def.port == "insights" && p.Performance == nil,
+			def.port == "routing" && p.Dispatchers == nil:
 			continue
 		}
 		tool := def.Tool

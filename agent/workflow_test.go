@@ -601,6 +601,11 @@ func (r *recordingRuns) Chat(ctx context.Context, orgID, convID uuid.UUID, t age
 	return agent.TurnOutcome{Status: agent.StatusProcessing}, nil
 }
 
+func (r *recordingRuns) Start(ctx context.Context, orgID, convID uuid.UUID, t agent.Turn) error {
+	r.turns, r.convs = append(r.turns, t), append(r.convs, convID)
+	return nil
+}
+
 func (r *recordingRuns) Decide(ctx context.Context, orgID, convID uuid.UUID, d agent.Decision) (agent.DecisionOutcome, error) {
 	return agent.DecisionOutcome{}, nil
 }

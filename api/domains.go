@@ -31,7 +31,9 @@ type domains struct {
 // the Temporal adapters of their ports (nil without a Temporal client:
 // what needs a workflow answers that workflows are unavailable).
 func newDomains(d Deps, s *Server) domains {
-	sd := shipping.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: d.Logger, Hooks: s.orderHooks, BaseURL: d.BaseURL, RateTimeout: d.RateTimeout}
+	s.events = worker.AgentEvents(d.Store, d.Temporal, d.TaskQueue, d.LLM, d.Agent, d.Logger)
+	sd := shipping.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: d.Logger, Hooks: s.orderHooks, Events: s.events,
+		BaseURL: d.BaseURL, RateTimeout: d.RateTimeout}
 	if d.Temporal != nil {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
@@ -39,13 +41,15 @@ func newDomains(d Deps, s *Server) domains {
 	sh := shipping.New(sd)
 	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
 	rt := routing.New(rd)
+	ops := newOperations(d, sh, rt)
+	ins := newInsights(d)
 	return domains{
 		shipping:   sh,
-		operations: newOperations(d, sh, rt),
-		insights:   newInsights(d),
+		operations: ops,
+		insights:   ins,
 		routing:    rt,
 		embed:      newEmbed(d, s, sh),
-		agent:      newAgent(d, s),
+		agent:      newAgent(d, s, ops, ins, rt),
 		locations:  locations.New(d.Store),
 	}
 }
@@ -104,11 +108,13 @@ func newInsights(d Deps) *insights.Service {
 	return insights.New(insights.Deps{Store: d.Store, Operations: ops})
 }
 
-// newAgent builds the agent Service: its tools over the domain services,
-// its conversations on Temporal.
-func newAgent(d Deps, s *Server) *agent.Service {
+// newAgent builds the agent Service: its tools over the domain services
+// (the operations, insights and routing Services the handlers call), its
+// conversations on Temporal.
+func newAgent(d Deps, s *Server, ops *operations.Service, ins *insights.Service, rt *routing.Service) *agent.Service {
 	ag, err := worker.NewAgentService(worker.AgentDeps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Hooks: s.orderHooks,
-		Logger: d.Logger, BaseURL: d.BaseURL, Temporal: d.Temporal, TaskQueue: d.TaskQueue, Provider: d.LLM, Config: d.Agent})
+		Logger: d.Logger, BaseURL: d.BaseURL, Temporal: d.Temporal, TaskQueue: d.TaskQueue, Provider: d.LLM, Config: d.Agent,
+		Operations: ops, Performance: ins, Dispatchers: rt})
 	if err != nil {
 		panic("agent tools: " + err.Error()) // the tools' schemas are constants
 	}

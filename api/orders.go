@@ -176,6 +176,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 	if err := s.orderHooks.OrderCreated(hctx, p.OrganizationID, created.ID); err != nil {
 		s.log.ErrorContext(r.Context(), "order created hook", append(logAttrs(r), "order_id", created.ID, "error", err)...)
 	}
+	rules.Notify(hctx, s.events, p.OrganizationID, rules.EventOrderCreated, []uuid.UUID{created.ID})
 
 	// The create answer is the specification's list plus shippingAddress,
 	// billingAddress, note and sourceData (rules.OrderJSON).
@@ -440,6 +441,7 @@ func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rules.OrderEvent(r.Context(), s.orderHooks, p.OrganizationID, id, rules.TriggerOrderUpdated)
+	rules.Notify(r.Context(), s.events, p.OrganizationID, rules.EventOrderUpdated, []uuid.UUID{id})
 	writeData(w, http.StatusOK, toOrderDetailJSON(o))
 	return nil
 }

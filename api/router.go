@@ -125,6 +125,9 @@ type Server struct {
 	keyUse        keyUseRecorder
 	// orderHooks is never nil.
 	orderHooks rules.OrderHooks
+	// events hears orders and shipments created or changed (the agent's
+	// standing orders); nil without Temporal.
+	events rules.Events
 	// allowPrivateURLs: see Deps.AllowPrivateURLs.
 	allowPrivateURLs bool
 	limits           *limiters

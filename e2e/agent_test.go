@@ -227,3 +227,74 @@ func BenchmarkAgentConcurrentTurns(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "turns/s")
 }
+
+// TestAgentStandingOrderEndToEnd: an order created through the API fires
+// the organization's on_order_created standing order from the create's
+// event point; its action waits for approval as a pending action of the
+// run's conversation (titled with the standing order's name); the event
+// told again starts nothing; the approval adds the note once.
+func TestAgentStandingOrderEndToEnd(t *testing.T) {
+	s := startAgent(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	token, org, _ := s.agentOrg(t)
+	code, out := s.call(token, org, "POST", "/api/v1/agent/standing-orders", map[string]any{
+		"name": "Note big orders", "naturalLanguage": "note every big order", "triggerType": "on_order_created",
+		"conditions": []map[string]any{{"field": "total", "operator": "greater_than", "value": 20}},
+		"actions":    []map[string]any{{"tool": "add_order_note", "input": map[string]any{"order_id": "{{id}}", "note": "big order {{orderNumber}}"}}},
+	})
+	require.Equal(t, 201, code, "%v", out)
+	code, out = s.call(token, org, "POST", "/api/v1/bridges", map[string]any{
+		"type": "storefront_a", "name": "Shop", "config": map[string]any{"shopDomain": "so-shop.example.com", "accessToken": "shpat_so"},
+	})
+	require.Equal(t, 201, code, "%v", out)
+	bridge := data(out)["id"]
+	create := func(number string, total float64) string {
+		code, out := s.call(token, org, "POST", "/api/v1/orders", map[string]any{
+			"bridge_id": bridge, "external_id": "so-" + number, "order_number": number, "status": "pending",
+			"customer":   map[string]any{"email": "c@example.com", "firstName": "C", "lastName": "D"},
+			"line_items": []map[string]any{{"sku": "S", "name": "Item", "quantity": 1, "unitPrice": total, "totalPrice": total, "requiresShipping": true, "taxable": true}},
+			"totals":     map[string]any{"subtotal": total, "shipping": 0, "tax": 0, "discount": 0, "total": total},
+			"currency":   "USD",
+		})
+		require.Equal(t, 201, code, "%v", out)
+		return data(out)["id"].(string)
+	}
+	create("SMALL-1", 5)
+	big := create("BIG-1", 500)
+
+	var actions []any
+	require.Eventually(t, func() bool {
+		_, list := s.call(token, org, "GET", "/api/v1/agent/pending-actions", nil)
+		actions, _ = list["data"].([]any)
+		return len(actions) > 0
+	}, 20*time.Second, 100*time.Millisecond, "the standing order's write waits for approval")
+	require.Len(t, actions, 1, "the small order fails the conditions")
+	action := actions[0].(map[string]any)
+	require.Equal(t, "add_order_note", action["tool_name"])
+	require.Equal(t, big, action["tool_input"].(map[string]any)["order_id"])
+	conv := action["conversation_id"].(string)
+	_, detail := s.call(token, org, "GET", "/api/v1/agent/conversations/"+conv, nil)
+	require.Equal(t, "Note big orders", data(detail)["title"])
+	desc, err := s.temporal.DescribeWorkflowExecution(ctx, workflows.AgentConversationWorkflowID(conv), "")
+	require.NoError(t, err)
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, desc.GetWorkflowExecutionInfo().GetStatus(), "the approval wait is a durable wait")
+
+	// The event told again (a retried activity, a redelivered webhook).
+	events := worker.AgentEvents(s.store, s.temporal, taskQueue, llm.Sandbox{}, agent.Config{ApprovalTTL: time.Hour}, nil)
+	events.Happened(ctx, uuid.MustParse(org), "on_order_created", []uuid.UUID{uuid.MustParse(big)})
+	_, list := s.call(token, org, "GET", "/api/v1/agent/conversations", nil)
+	require.Len(t, list["data"].([]any), 1, "one run per event and standing order")
+
+	code, out = s.call(token, org, "POST", "/api/v1/agent/pending-actions/"+action["id"].(string)+"/approve", map[string]any{"note": "ok"})
+	require.Equal(t, 200, code, "%v", out)
+	_, acts := s.call(token, org, "GET", "/api/v1/orders/"+big+"/activities", nil)
+	notes := 0
+	for _, a := range acts["data"].([]any) {
+		if a.(map[string]any)["type"] == "note" {
+			notes++
+			require.Equal(t, "big order BIG-1", a.(map[string]any)["description"])
+		}
+	}
+	require.Equal(t, 1, notes, "the approved action ran once")
+}

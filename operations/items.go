@@ -394,3 +394,23 @@ func (s *Service) History(ctx context.Context, actor domain.Actor, opID uuid.UUI
 	list, err := store.ListHistory(ctx, s.store.Pool, actor.OrganizationID, opID, HistoryLimit)
 	return list, storeErr(err, "operation")
 }
+
+// ItemOrders are the order ids of the operation's items (itemIDs nil:
+// every item; ids that are not items of the operation are left out), for
+// callers that weigh what a change touches (the agent's auto-approval
+// limits). NotFound when the operation is not the organization's.
+func (s *Service) ItemOrders(ctx context.Context, actor domain.Actor, opID uuid.UUID, itemIDs []uuid.UUID) ([]uuid.UUID, error) {
+	if err := actor.RequireScope(ScopeRead); err != nil {
+		return nil, err
+	}
+	if _, err := store.OperationByID(ctx, s.store.Pool, actor.OrganizationID, opID); err != nil {
+		return nil, storeErr(err, "operation")
+	}
+	rows, err := s.store.Pool.Query(ctx, `SELECT order_id FROM operation_items
+ WHERE organization_id = $1 AND operation_id = $2 AND ($3::uuid[] IS NULL OR id = ANY($3)) ORDER BY seq`, actor.OrganizationID, opID, itemIDs)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return ids, storeErr(err, "operation")
+}

@@ -97,6 +97,10 @@ func typeOf(id string) (Type, bool) {
 type CreateInput struct {
 	Name        string
 	Description *string
+	// ID names the operation (zero: a new id). A create whose ID exists
+	// in the organization answers that operation (a caller's retry, e.g.
+	// the agent's create_operation tool keyed by its call).
+	ID uuid.UUID
 }
 
 func checkName(v *domain.FieldErrors, name string) {
@@ -125,7 +129,13 @@ func (s *Service) Create(ctx context.Context, actor domain.Actor, in CreateInput
 	if err := v.Err(); err != nil {
 		return Operation{}, err
 	}
-	op, err := store.CreateOperation(ctx, s.store.Pool, store.Operation{ID: uuid.New(), OrganizationID: actor.OrganizationID,
+	id := in.ID
+	if id == uuid.Nil {
+		id = uuid.New()
+	} else if op, err := store.OperationByID(ctx, s.store.Pool, actor.OrganizationID, id); err == nil {
+		return op, nil
+	}
+	op, err := store.CreateOperation(ctx, s.store.Pool, store.Operation{ID: id, OrganizationID: actor.OrganizationID,
 		Name: strings.TrimSpace(in.Name), Description: in.Description, CreatedBy: performer(actor)})
 	return op, storeErr(err, "operation")
 }

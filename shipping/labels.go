@@ -90,6 +90,7 @@ func (s *Service) CreateShipment(ctx context.Context, actor domain.Actor, in Cre
 	}
 	s.log.InfoContext(ctx, "label created", "shipment_id", p.row.ID, "carrier", p.account.Carrier, "tracking_number", res.Reference)
 	rules.OrderEvent(ctx, s.hooks, orgID, p.orderID, rules.TriggerShipmentCreated)
+	rules.Notify(ctx, s.events, orgID, rules.EventShipmentCreated, []uuid.UUID{done.ID})
 	return done, nil
 }
 
@@ -348,6 +349,7 @@ func (s *Service) runDirect(ctx context.Context, orgID uuid.UUID, acct store.Car
 	if sh.OrderID != nil {
 		rules.OrderEvent(dctx, s.hooks, orgID, *sh.OrderID, rules.TriggerShipmentCreated)
 	}
+	rules.Notify(dctx, s.events, orgID, rules.EventShipmentCreated, []uuid.UUID{sh.ID})
 	return LabelPurchase{Shipment: sh, Result: res}, nil
 }
 

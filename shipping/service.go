@@ -39,6 +39,9 @@ type Deps struct {
 	// Hooks runs the dispatchers of an order's events (shipment_created);
 	// nil: none.
 	Hooks rules.OrderHooks
+	// Events hears shipments created and tracking exceptions (the agent's
+	// standing orders); nil: nobody listens.
+	Events rules.Events
 	// Labels, Actions and Pickups run the domain's workflows (the
 	// Temporal adapter worker.TemporalShipping implements all three); nil:
 	// the operations that need one answer that workflows are unavailable.
@@ -63,6 +66,7 @@ type Service struct {
 	carriers *carriers.Registry
 	log      *slog.Logger
 	hooks    rules.OrderHooks
+	events   rules.Events
 	labels   LabelRuns
 	actions  ActionRuns
 	pickups  PickupRuns
@@ -84,7 +88,7 @@ func New(d Deps) *Service {
 	if hooks == nil {
 		hooks = rules.Noop{}
 	}
-	return &Service{store: d.Store, secrets: d.Secrets, carriers: d.Carriers, log: log, hooks: hooks,
+	return &Service{store: d.Store, secrets: d.Secrets, carriers: d.Carriers, log: log, hooks: hooks, events: d.Events,
 		labels: d.Labels, actions: d.Actions, pickups: d.Pickups, baseURL: d.BaseURL,
 		rateTimeout: d.RateTimeout}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -45,6 +46,7 @@ func (s *Service) RecordCheckpoint(ctx context.Context, actor domain.Actor, c Ch
 	case err != nil:
 		return Checkpoint{}, err
 	}
+	s.tellExceptions(ctx, actor.OrganizationID, res.Changes)
 	return res.Checkpoints[0], nil
 }
 
@@ -63,7 +65,22 @@ func (s *Service) RecordCheckpoints(ctx context.Context, actor domain.Actor, cps
 	if errors.As(err, &unknown) {
 		return nil, unknownShipments(cps, unknown.IDs)
 	}
+	if err == nil {
+		s.tellExceptions(ctx, actor.OrganizationID, res.Changes)
+	}
 	return res.Checkpoints, err
+}
+
+// tellExceptions tells the shipments a recording moved to exception to
+// the events' listener, one batch.
+func (s *Service) tellExceptions(ctx context.Context, orgID uuid.UUID, changes []store.StatusChange) {
+	var ids []uuid.UUID
+	for _, c := range changes {
+		if c.To == store.TrackingException && c.From != store.TrackingException {
+			ids = append(ids, c.ShipmentID)
+		}
+	}
+	rules.Notify(ctx, s.events, orgID, rules.EventTrackingException, ids)
 }
 
 // unknownShipments names shipments that are not the organization's: one

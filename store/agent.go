@@ -593,28 +593,6 @@ func DeleteAgentStandingOrder(ctx context.Context, db DBTX, orgID, id uuid.UUID)
 	return nil
 }
 
-// ClaimAgentStandingOrderRun records that a standing order runs for an
-// event in conversation convID; when it ran before, the first run's
-// conversation is returned with claimed false.
-func ClaimAgentStandingOrderRun(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, eventKey string, convID uuid.UUID) (uuid.UUID, bool, error) {
-	var got uuid.UUID
-	var claimed bool
-	// The second branch does not see the row the first inserts (one
-	// snapshot): it answers only when the run was there before.
-	err := db.QueryRow(ctx, `
-WITH ins AS (
-  INSERT INTO agent_standing_order_runs (standing_order_id, event_key, organization_id, conversation_id)
-  VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING conversation_id)
-SELECT conversation_id, true FROM ins
-UNION ALL
-SELECT conversation_id, false FROM agent_standing_order_runs WHERE standing_order_id = $1 AND event_key = $2
-LIMIT 1`, orderID, eventKey, orgID, convID).Scan(&got, &claimed)
-	if err != nil {
-		return uuid.Nil, false, mapErr(err)
-	}
-	return got, claimed, nil
-}
-
 func nullJSON(raw json.RawMessage) any {
 	if len(raw) == 0 {
 		return nil

@@ -58,21 +58,6 @@ SELECT id, order_id, created_at FROM claimed ORDER BY created_at, id`, orgID, br
 	return out, mapErr(err)
 }
 
-// OrdersByIDs returns the organization's orders of ids (missing ones are
-// left out), by id.
-func OrdersByIDs(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]Order, error) {
-	rows, _ := db.Query(ctx, `SELECT `+orderCols+` FROM orders WHERE organization_id = $1 AND id = ANY($2)`, orgID, ids)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[Order])
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out := make(map[uuid.UUID]Order, len(list))
-	for _, o := range list {
-		out[o.ID] = o
-	}
-	return out, nil
-}
-
 // BatchOutcome is one claimed assignment's outcome.
 type BatchOutcome struct {
 	ID     uuid.UUID

@@ -43,6 +43,8 @@ type OrderBatchResult struct {
 	Unchanged int         `json:"unchanged"`
 	Failed    int         `json:"failed"`
 	CreatedID []uuid.UUID `json:"createdIds"`
+	// UpdatedID are the orders the batch changed.
+	UpdatedID []uuid.UUID `json:"updatedIds,omitempty"`
 	// Problems names the refused orders (at most a few).
 	Problems []string `json:"problems,omitempty"`
 }
@@ -221,6 +223,7 @@ func UpsertOrderBatch(ctx context.Context, s *Store, b OrderBatch) (OrderBatchRe
 					res.CreatedID = append(res.CreatedID, c.ID)
 				} else {
 					res.Updated++
+					res.UpdatedID = append(res.UpdatedID, c.ID)
 				}
 			}
 			res.Unchanged = len(rows) - len(list)

@@ -18,6 +18,8 @@ import (
 	"github.com/fos-dev/fos/agent/llm"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/insights"
+	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/shipping"
@@ -41,6 +43,12 @@ type AgentDeps struct {
 	// Provider is the model (nil: a turn fails saying none is configured).
 	Provider llm.Provider
 	Config   agent.Config
+	// Operations, Performance and Dispatchers are the domain services of
+	// the operations, carrier_performance and evaluate_dispatchers tools
+	// (the API passes its own; nil: those tools are not offered).
+	Operations  agent.Operations
+	Performance agent.Performance
+	Dispatchers agent.Dispatchers
 }
 
 // NewAgentService builds the agent's Service over the domain services
@@ -50,14 +58,17 @@ func NewAgentService(d AgentDeps) (*agent.Service, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	sd := shipping.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: log, Hooks: d.Hooks, BaseURL: d.BaseURL}
+	sd := shipping.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: log, Hooks: d.Hooks, BaseURL: d.BaseURL,
+		Events: AgentEvents(d.Store, d.Temporal, d.TaskQueue, d.Provider, d.Config, log)}
 	var runs agent.Runs
 	if d.Temporal != nil {
 		t := TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: log}
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 		runs = TemporalAgent{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: log, Provider: d.Provider, Config: d.Config}
 	}
-	tools, err := agent.NewTools(agent.StoreOrders{Store: d.Store, Hooks: d.Hooks}, shipping.New(sd), agent.StoreAccounts{Store: d.Store}, agent.StoreMemory{Store: d.Store})
+	tools, err := agent.NewToolsFrom(agent.Ports{Orders: agent.StoreOrders{Store: d.Store, Hooks: d.Hooks}, Shipping: shipping.New(sd),
+		Accounts: agent.StoreAccounts{Store: d.Store}, Memory: agent.StoreMemory{Store: d.Store},
+		Operations: d.Operations, Performance: d.Performance, Dispatchers: d.Dispatchers})
 	if err != nil {
 		return nil, err
 	}
@@ -73,8 +84,15 @@ func registerAgent(r sdkworker.Registry, deps Deps) {
 	if hooks == nil {
 		hooks = &rules.Hooks{Store: deps.Store, Log: deps.Logger}
 	}
-	svc, err := NewAgentService(AgentDeps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Hooks: hooks, Logger: deps.Logger,
-		Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Provider: deps.LLM, Config: deps.Agent})
+	ad := AgentDeps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Hooks: hooks, Logger: deps.Logger,
+		Temporal: deps.Temporal, TaskQueue: deps.TaskQueue, Provider: deps.LLM, Config: deps.Agent}
+	if deps.Store != nil {
+		// The same domain services the API's handlers call.
+		ad.Operations = NewOperations(deps)
+		ad.Performance = insights.New(insights.Deps{Store: deps.Store, Operations: insights.StoreOperations{Store: deps.Store}})
+		ad.Dispatchers = routing.New(routing.Deps{Store: deps.Store, Logger: deps.Logger, Hooks: hooks, Starter: DispatchStarter(deps)})
+	}
+	svc, err := NewAgentService(ad)
 	if err != nil {
 		deps.Logger.Error("agent tools", "error", err.Error())
 		return
@@ -157,6 +175,30 @@ func (t TemporalAgent) Chat(ctx context.Context, orgID, convID uuid.UUID, turn a
 	var out agent.TurnOutcome
 	err := t.update(ctx, orgID, convID, workflows.AgentChatUpdate, turn, &out)
 	return out, err
+}
+
+// Start implements agent.Starter: the conversation's run starts with its
+// first turn (a run going already is left as it is), not waited for.
+func (t TemporalAgent) Start(ctx context.Context, orgID, convID uuid.UUID, turn agent.Turn) error {
+	in := t.input(orgID, convID)
+	in.Turn = &turn
+	opts := StartOptions(workflows.AgentConversationWorkflowID(in.ConversationID), t.TaskQueue, in.OrganizationID, map[string]any{"conversationId": in.ConversationID})
+	_, err := t.Client.ExecuteWorkflow(ctx, opts, workflows.AgentConversationWorkflowType, in)
+	return err
+}
+
+// AgentEvents is the standing orders' event listener over Temporal (nil
+// without a client: no standing order runs on events).
+func AgentEvents(st *store.Store, c client.Client, taskQueue string, provider llm.Provider, cfg agent.Config, log *slog.Logger) rules.Events {
+	if c == nil || st == nil {
+		return nil
+	}
+	return agent.NewStanding(st, TemporalAgent{Client: c, TaskQueue: taskQueue, Log: log, Provider: provider, Config: cfg}, log)
+}
+
+// agentEvents is the worker's standing orders' event listener.
+func agentEvents(deps Deps) rules.Events {
+	return AgentEvents(deps.Store, deps.Temporal, deps.TaskQueue, deps.LLM, deps.Agent, deps.Logger)
 }
 
 // Decide implements agent.Runs.

@@ -30,6 +30,7 @@ func registerBridgeTasks(r sdkworker.Registry, deps Deps) {
 		Secrets:    deps.Secrets,
 		Platforms:  deps.Platforms,
 		OrderHooks: hooks,
+		Events:     agentEvents(deps),
 		Transforms: tf,
 		Logger:     deps.Logger.With("component", "activities"),
 	})

@@ -37,7 +37,8 @@ func registerOperations(r sdkworker.Registry, deps Deps) {
 // through the routing Service (DispatchToBridge), the runs
 // through Temporal on the bulk task queue.
 func NewOperations(deps Deps) *operations.Service {
-	sh := shipping.New(shipping.Deps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Logger: deps.Logger, Hooks: deps.OrderHooks})
+	sh := shipping.New(shipping.Deps{Store: deps.Store, Secrets: deps.Secrets, Carriers: deps.Carriers, Logger: deps.Logger, Hooks: deps.OrderHooks,
+		Events: agentEvents(deps)})
 	rt := routing.New(routing.Deps{Store: deps.Store, Logger: deps.Logger, Hooks: deps.OrderHooks, Starter: DispatchStarter(deps)})
 	d := operations.Deps{Store: deps.Store, Logger: deps.Logger, Labels: sh, Dispatches: operations.RoutingDispatches{Routing: rt}}
 	if deps.Store != nil {

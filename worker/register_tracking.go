@@ -17,6 +17,7 @@ func registerTracking(r sdkworker.Registry, deps Deps) {
 		Store:    deps.Store,
 		Secrets:  deps.Secrets,
 		Carriers: deps.Carriers,
+		Events:   agentEvents(deps),
 		Logger:   deps.Logger.With("component", "activities", "domain", "tracking"),
 	})
 }

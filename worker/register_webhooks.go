@@ -29,6 +29,7 @@ func registerWebhooks(r sdkworker.Registry, deps Deps) {
 		Secrets:    deps.Secrets,
 		Platforms:  plat,
 		Hooks:      hooks,
+		Events:     agentEvents(deps),
 		Transforms: tf,
 		Logger:     deps.Logger.With("component", "activities", "domain", "webhooks"),
 	})

@@ -53,6 +53,10 @@ type AgentConversationInput struct {
 	MaxTurnsPerRun int `json:"maxTurnsPerRun,omitempty"`
 	// ModelTimeout bounds a model call (default 60 s).
 	ModelTimeout time.Duration `json:"modelTimeout,omitempty"`
+	// Turn is a first turn the run takes at its start (a standing order's
+	// run, started by its event without waiting); a run continued as new
+	// does not take it again.
+	Turn *agent.Turn `json:"turn,omitempty"`
 }
 
 // Activity names (methods of activities.AgentActivities).
@@ -116,6 +120,13 @@ func AgentConversation(ctx workflow.Context, in AgentConversationInput) error {
 	}
 	for _, a := range open {
 		w.watch(a.ID.String(), a.ExpiresAt)
+	}
+	if in.Turn != nil {
+		first := *in.Turn
+		in.Turn, w.in.Turn = nil, nil
+		if _, err := w.chat(ctx, first); err != nil {
+			workflow.GetLogger(ctx).Error("the first turn failed", "error", err)
+		}
 	}
 	canSuggested := func() bool {
 		return w.turns >= w.in.MaxTurnsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()
@@ -280,7 +291,7 @@ func (w *agentConv) loop(ctx workflow.Context, ti activities.AgentTurnInput) (st
 			if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, writeOptions()), actAgentProposeWrite, ci).Get(ctx, &p); err != nil {
 				return agent.StatusFailed, "a write failed: " + errMessage(err)
 			}
-			if !p.Auto {
+			if !p.Auto && p.ActionID != uuid.Nil { // nil: refused at once, nothing waits
 				w.watch(p.ActionID.String(), p.ExpiresAt)
 			}
 		}

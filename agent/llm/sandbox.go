@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -18,6 +19,10 @@ import (
 //	list shipments | show shipment <id> | hold shipment <id>
 //	add note <text> to order <id> | set status of order <id> to <status>
 //	create shipment for order <id> | rates for order <id> | list carrier accounts
+//	list operations [with status S] | carrier performance [for N days]
+//	create operation <name> | add orders <id>, <id> to operation <id>
+//	apply <assign-rate|override-carrier|override-dispatcher> <ref id> to items <id>, <id> of operation <id>
+//	execute operation <id> | evaluate dispatchers for order <id> (or: dispatch order <id>)
 //	remember <text> | call <tool> <json>  (a raw tool call, for tests)
 //
 // Its token counts are derived from the text lengths.
@@ -55,9 +60,45 @@ var sandboxCommands = []sandboxCommand{
 	{regexp.MustCompile(`(?i)^create shipment for order #?(\S+?)\.?$`), "create_shipment", func(m []string) map[string]any { return map[string]any{"order_id": m[1]} }},
 	{regexp.MustCompile(`(?i)^rates for order #?(\S+?)\.?$`), "get_rates", func(m []string) map[string]any { return map[string]any{"order_id": m[1]} }},
 	{regexp.MustCompile(`(?i)^list carrier accounts\.?$`), "list_carrier_accounts", func([]string) map[string]any { return map[string]any{} }},
+	{regexp.MustCompile(`(?i)^list operations(?: with status (\w+))?\.?$`), "list_operations", func(m []string) map[string]any {
+		if m[1] != "" {
+			return map[string]any{"status": strings.ToLower(m[1])}
+		}
+		return map[string]any{}
+	}},
+	{regexp.MustCompile(`(?i)^carrier performance(?: for (\d+) days)?\.?$`), "carrier_performance", func(m []string) map[string]any {
+		if n, err := strconv.Atoi(m[1]); err == nil {
+			return map[string]any{"days": n}
+		}
+		return map[string]any{}
+	}},
+	{regexp.MustCompile(`(?is)^create operation (.+?)\.?$`), "create_operation", func(m []string) map[string]any {
+		return map[string]any{"name": strings.Trim(strings.TrimSpace(m[1]), `"'`)}
+	}},
+	{regexp.MustCompile(`(?i)^add orders? (.+?) to operation (\S+?)\.?$`), "add_operation_items", func(m []string) map[string]any {
+		return map[string]any{"operation_id": m[2], "order_ids": idList(m[1])}
+	}},
+	{regexp.MustCompile(`(?i)^apply (assign-rate|override-carrier|override-dispatcher) (\S+) to items? (.+?) of operation (\S+?)\.?$`), "apply_operation_action", func(m []string) map[string]any {
+		field := map[string]string{"assign-rate": "rateSnapshotId", "override-carrier": "carrierAccountId", "override-dispatcher": "bridgeId"}[strings.ToLower(m[1])]
+		return map[string]any{"operation_id": m[4], "item_ids": idList(m[3]),
+			"action": map[string]any{"type": strings.ToLower(m[1]), "config": map[string]any{field: m[2]}}}
+	}},
+	{regexp.MustCompile(`(?i)^execute operation (\S+?)\.?$`), "execute_operation", func(m []string) map[string]any { return map[string]any{"operation_id": m[1]} }},
+	{regexp.MustCompile(`(?i)^(?:evaluate dispatchers for|dispatch) order #?(\S+?)\.?$`), "evaluate_dispatchers", func(m []string) map[string]any { return map[string]any{"order_id": m[1]} }},
 	{regexp.MustCompile(`(?is)^remember (.+)$`), "remember", func(m []string) map[string]any {
 		return map[string]any{"content": strings.TrimSpace(m[1]), "category": "fact"}
 	}},
+}
+
+// idList splits "a, b and c" into ids.
+func idList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' }) {
+		if f = strings.TrimSpace(f); f != "" && !strings.EqualFold(f, "and") {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 var sandboxRaw = regexp.MustCompile(`(?is)^call (\w+)\s*(.*)$`)
@@ -112,7 +153,9 @@ func sandboxAnswer(req Request) Response {
 	}
 	return Response{Text: "I understand: list pending orders, list orders, show order <id>, list shipments, show shipment <id>, " +
 		"hold shipment <id>, add note <text> to order <id>, set status of order <id> to <status>, create shipment for order <id>, " +
-		"rates for order <id>, list carrier accounts, remember <text>.", StopReason: "end_turn"}
+		"rates for order <id>, list carrier accounts, list operations, carrier performance, create operation <name>, " +
+		"add orders <ids> to operation <id>, apply <action> <ref> to items <ids> of operation <id>, execute operation <id>, " +
+		"evaluate dispatchers for order <id>, remember <text>.", StopReason: "end_turn"}
 }
 
 // sandboxSummary words the results of the last tool calls.
