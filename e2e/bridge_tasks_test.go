@@ -144,7 +144,7 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	writeHistory(t, ctx, s.temporal, failed["workflowId"].(string), fdesc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "bridge_task_failed_history.json")
 	// The failure reads in the UI without the codec (not "Encoded failure").
 	fui := describeForUI(t, ctx, s.temporal, failed["workflowId"].(string))
-	require.Contains(t, fui.FailureMessage, "refused")
+	require.Contains(t, fui.FailureMessage, `bridge "Refused" refused its credentials`)
 	require.NotContains(t, fui.FailureMessage, "Encoded failure")
 	inError := data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+bad["id"].(string), nil))
 	require.Equal(t, "error", inError["status"])

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -57,7 +58,12 @@ func describeForUI(t *testing.T, ctx context.Context, c client.Client, id string
 			ev, err := it.Next()
 			require.NoError(t, err)
 			if a := ev.GetWorkflowExecutionFailedEventAttributes(); a != nil {
-				v.FailureMessage = a.GetFailure().GetMessage()
+				// The UI shows the failure and its causes' messages.
+				var msgs []string
+				for f := a.GetFailure(); f != nil; f = f.GetCause() {
+					msgs = append(msgs, f.GetMessage())
+				}
+				v.FailureMessage = strings.Join(msgs, ": ")
 			}
 		}
 	}
