@@ -462,7 +462,7 @@ func TestOperationTransformationsEndToEnd(t *testing.T) {
 // (ending ContinuedAsNew) is a recorded history of the replay tests
 // (FOS_UPDATE_HISTORY=1: workflows/testdata/operation_execute_continued_history.json).
 func TestOperationContinuesAsNew(t *testing.T) {
-	o := startOps(t, func(in *workflows.OperationExecuteInput) { in.BatchSize, in.BatchesPerRun = 1, 1 })
+	o := startOps(t, func(in *workflows.OperationExecuteInput) { in.BatchSize, in.BatchesPerRun, in.Parallelism = 1, 1, 1 })
 	w := o.startWorker()
 	t.Cleanup(w.Stop)
 	op := o.operation(3)

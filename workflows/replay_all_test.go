@@ -107,6 +107,7 @@ func TestReplayAllHistories(t *testing.T) {
 	require.Empty(t, missing, "workflow types without a recorded history")
 	require.Empty(t, stale, "recorded now: take them off notYetRecorded")
 	require.NotEmpty(t, updated, "no recorded history has an update")
+	require.NotEmpty(t, continued, "no recorded history continued as new")
 	t.Logf("histories with updates: %v; continued as new: %v", updated, continued)
 }
 
