@@ -106,6 +106,20 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	require.Equal(t, "completed", fired["status"], "%v", fired)
 	require.Equal(t, "grab-orders", fired["taskName"])
 	require.Equal(t, float64(0), after["errorCount"])
+	// In the Temporal UI: the fire and its child bridge task are found by
+	// BridgeId and TaskName and say what they are.
+	acts := s.describeSchedule(ctx, id).Info.RecentActions
+	require.NotEmpty(t, acts)
+	firedID := acts[0].StartWorkflowResult.WorkflowID
+	s.waitClosed(firedID)
+	sui := describeForUI(t, ctx, s.temporal, firedID)
+	require.Equal(t, bridgeID, sui.SearchAttributes["BridgeId"])
+	require.Equal(t, "grab-orders", sui.SearchAttributes["TaskName"])
+	require.Contains(t, sui.Summary, "Scheduled grab-orders of bridge "+bridgeID)
+	cui := describeForUI(t, ctx, s.temporal, fired["workflowId"].(string))
+	require.Equal(t, bridgeID, cui.SearchAttributes["BridgeId"])
+	require.Contains(t, cui.Summary, "grab-orders of bridge "+bridgeID)
+	writeHistory(t, ctx, s.temporal, firedID, "", "scheduled_bridge_task_history.json")
 
 	// pause: nextRunAt null, the Temporal Schedule paused; resume: set again.
 	paused := data(s.mustCall(200, key, "POST", "/api/v1/schedules/"+id+"/pause", nil))

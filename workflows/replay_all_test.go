@@ -45,15 +45,13 @@ var replayWorkflows = map[string]any{
 // type is neither recorded nor listed here, and when a listed one has
 // been recorded (take it off the list).
 var notYetRecorded = map[string]bool{
-	AgentReconcileWorkflowType:      true,
-	DispatchAssignmentWorkflowType:  true,
-	EmbedOutboxWorkflowType:         true,
-	InboundWebhookWorkflowType:      true,
-	MaintenanceWorkflowType:         true,
-	PickupCompletionWorkflowType:    true,
-	ScheduledBridgeTaskWorkflowType: true,
-	StorefrontAOAuthWorkflowType:    true,
-	WebhookDeliveryWorkflowType:     true,
+	AgentReconcileWorkflowType:     true,
+	DispatchAssignmentWorkflowType: true,
+	EmbedOutboxWorkflowType:        true,
+	MaintenanceWorkflowType:        true,
+	PickupCompletionWorkflowType:   true,
+	StorefrontAOAuthWorkflowType:   true,
+	WebhookDeliveryWorkflowType:    true,
 }
 
 // TestReplayAllHistories replays every recorded history in testdata
