@@ -48,6 +48,7 @@ var notYetRecorded = map[string]bool{
 	AgentReconcileWorkflowType:     true,
 	DispatchAssignmentWorkflowType: true,
 	EmbedOutboxWorkflowType:        true,
+	InboundWebhookWorkflowType:     true,
 	MaintenanceWorkflowType:        true,
 	PickupCompletionWorkflowType:   true,
 	StorefrontAOAuthWorkflowType:   true,
