@@ -49,7 +49,6 @@ var notYetRecorded = map[string]bool{
 	DispatchAssignmentWorkflowType: true,
 	EmbedOutboxWorkflowType:        true,
 	MaintenanceWorkflowType:        true,
-	PickupCompletionWorkflowType:   true,
 	StorefrontAOAuthWorkflowType:   true,
 	WebhookDeliveryWorkflowType:    true,
 }
