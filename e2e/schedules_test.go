@@ -36,10 +36,12 @@ func (s *stack) describeSchedule(ctx context.Context, id string) *client.Schedul
 // runMaintenance runs one Maintenance workflow to its end.
 func (s *stack) runMaintenance(ctx context.Context) {
 	s.t.Helper()
-	run, err := s.temporal.ExecuteWorkflow(ctx, worker.StartOptions("maintenance-test/"+uuid.NewString(), taskQueue, uuid.Nil.String(), nil), workflows.Maintenance)
+	run, err := s.temporal.ExecuteWorkflow(ctx, worker.StartOptions("maintenance-test/"+uuid.NewString(), taskQueue, "system", nil), workflows.Maintenance)
 	require.NoError(s.t, err)
 	var res workflows.MaintenanceResult
 	require.NoError(s.t, run.Get(ctx, &res))
+	// A recorded history of the replay tests (FOS_UPDATE_HISTORY=1).
+	writeHistory(s.t, ctx, s.temporal, run.GetID(), run.GetRunID(), "maintenance_history.json")
 }
 
 // waitScheduleRuns polls a schedule until runCount reaches n.

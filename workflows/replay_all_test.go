@@ -48,7 +48,6 @@ var notYetRecorded = map[string]bool{
 	AgentReconcileWorkflowType:     true,
 	DispatchAssignmentWorkflowType: true,
 	EmbedOutboxWorkflowType:        true,
-	MaintenanceWorkflowType:        true,
 	StorefrontAOAuthWorkflowType:   true,
 	WebhookDeliveryWorkflowType:    true,
 }
