@@ -63,6 +63,17 @@ func OrganizationSearchAttributes(orgID string) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(organizationIDKey.ValueSet(orgID))
 }
 
+// BridgeSearchAttributes are the search attributes of a run that works
+// for one bridge: OrganizationId, BridgeId and, when not empty, TaskName
+// (worker.BridgeIDKey, worker.TaskNameKey; registered with the others).
+func BridgeSearchAttributes(orgID, bridgeID, taskName string) temporal.SearchAttributes {
+	updates := []temporal.SearchAttributeUpdate{organizationIDKey.ValueSet(orgID), temporal.NewSearchAttributeKeyKeyword("BridgeId").ValueSet(bridgeID)}
+	if taskName != "" {
+		updates = append(updates, temporal.NewSearchAttributeKeyKeyword("TaskName").ValueSet(taskName))
+	}
+	return temporal.NewSearchAttributes(updates...)
+}
+
 // ScheduledBridgeTaskInput is the input of ScheduledBridgeTask, set on the
 // Temporal Schedule's action. TaskName is informative (the Temporal UI):
 // a fire runs the row's task.
@@ -96,8 +107,9 @@ func scheduleAction(s store.Schedule, taskQueue string) *client.ScheduleWorkflow
 		Args:                     []any{ScheduledBridgeTaskInput{OrganizationID: s.OrganizationID.String(), ScheduleID: id, TaskName: s.TaskName}},
 		TaskQueue:                taskQueue,
 		WorkflowExecutionTimeout: ScheduledRunTimeout,
-		TypedSearchAttributes:    OrganizationSearchAttributes(s.OrganizationID.String()),
+		TypedSearchAttributes:    BridgeSearchAttributes(s.OrganizationID.String(), s.BridgeID.String(), s.TaskName),
 		Memo:                     map[string]any{"scheduleId": id, "bridgeId": s.BridgeID.String(), "taskName": s.TaskName},
+		StaticSummary:            fmt.Sprintf("Scheduled %s of bridge %s (schedule %s)", s.TaskName, s.BridgeID, id),
 	}
 }
 

@@ -260,24 +260,59 @@ func (a *WebhookActivities) fetch(ctx context.Context, conn platforms.Connector,
 	dec := json.NewDecoder(strings.NewReader(string(ev.Payload)))
 	dec.UseNumber()
 	_ = dec.Decode(&payload)
-	switch b.Type {
-	case platforms.TypeStorefrontA:
-		if !strings.HasPrefix(ev.Topic, "orders/") {
-			return nil, nil, "topic " + ev.Topic + " needs no processing", nil
-		}
-		id := jsonScalar(payload["id"])
-		if id == "" {
-			return nil, nil, "", &platforms.Error{Code: platforms.CodeInvalidRequest, Message: "the payload names no order id"}
-		}
-		o, err := conn.FetchOrder(ctx, b, id)
-		if err != nil {
-			return nil, nil, "", err
-		}
-		return []platforms.Order{*o}, nil, "", nil
-	case platforms.TypeShippingHubA:
+	if b.Type == platforms.TypeShippingHubA {
 		return a.fetchHub(ctx, conn, b, ev, jsonScalar(payload["resource_url"]))
 	}
-	return nil, nil, "bridge type " + b.Type + " has no webhook processing", nil
+	id, ignored, err := WebhookOrderRef(b.Type, ev.Topic, payload)
+	if err != nil || id == "" {
+		return nil, nil, ignored, err
+	}
+	o, err := conn.FetchOrder(ctx, b, id)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return []platforms.Order{*o}, nil, "", nil
+}
+
+// WebhookOrderRef is the platform's id of the order a storefront's event
+// points at (the payload is only a hint: the order is fetched), or why the
+// event needs no processing:
+//   - storefront_a: topics orders/*, the payload is the order (id);
+//   - storefront_b: topics order.*, the payload is the order (id);
+//   - storefront_c: scopes store/order/* ({data: {type: "order", id}}) and
+//     store/shipment/* ({data: {type: "shipment", id, orderId}}): its
+//     light payloads carry the ids only.
+func WebhookOrderRef(bridgeType, topic string, payload map[string]any) (id, ignored string, err error) {
+	noID := &platforms.Error{Code: platforms.CodeInvalidRequest, Message: "the payload names no order id"}
+	switch bridgeType {
+	case platforms.TypeStorefrontA, platforms.TypeStorefrontB:
+		prefix := "orders/"
+		if bridgeType == platforms.TypeStorefrontB {
+			prefix = "order."
+		}
+		if !strings.HasPrefix(topic, prefix) && !(bridgeType == platforms.TypeStorefrontB && topic == "unknown") {
+			return "", "topic " + topic + " needs no processing", nil
+		}
+		if id = jsonScalar(payload["id"]); id == "" {
+			return "", "", noID
+		}
+		return id, "", nil
+	case platforms.TypeStorefrontC:
+		data, _ := payload["data"].(map[string]any)
+		switch {
+		case strings.HasPrefix(topic, "store/order/"):
+			id = jsonScalar(data["id"])
+		case strings.HasPrefix(topic, "store/shipment/"):
+			id = jsonScalar(data["orderId"])
+		default:
+			return "", "topic " + topic + " needs no processing", nil
+		}
+		if id == "" {
+			return "", "", noID
+		}
+		return id, "", nil
+	}
+	return "", "bridge type " + bridgeType + " has no webhook processing", nil
 }
 
 // fetchHub reads what a hub event points at. Its payload is only

@@ -623,7 +623,9 @@ func (s *Server) startCarrierARegistration(r *http.Request, orgID, acctID string
 			// A new run gets a new update.
 			updateID = uuid.NewString()
 		}
-		opts := worker.StartOptions(wfID, s.taskQueue, orgID, map[string]any{"carrierAccountId": acctID})
+		opts := s.withOrganizationName(r.Context(), worker.Start{ID: wfID, TaskQueue: s.taskQueue, OrganizationID: orgID,
+			Summary: "Registration of carrier_a account " + acctID,
+			Memo:    map[string]any{"carrierAccountId": acctID, "carrier": "carrier_a"}}.Options())
 		op := s.temporal.NewWithStartWorkflowOperation(opts, workflows.CarrierRegistration, workflows.CarrierRegistrationInput{
 			OrganizationID: orgID, AccountID: acctID,
 		})

@@ -481,7 +481,9 @@ func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) e
 	in := workflows.NewRateComparisonInput(p.OrganizationID.String(), c.ID.String(),
 		workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name})
 	// Bulk work: on its own task queue, never in front of interactive work.
-	opts := worker.StartOptions(wfID, s.bulkTaskQueue, in.OrganizationID, map[string]any{"comparisonId": in.ComparisonID})
+	opts := worker.Start{ID: wfID, TaskQueue: s.bulkTaskQueue, OrganizationID: in.OrganizationID,
+		Summary: fmt.Sprintf("Rate comparison %q", c.Name),
+		Memo:    map[string]any{"comparisonId": in.ComparisonID, "comparison": c.Name}}.Options()
 	// The comparison was draft or failed, so a run with this id that is
 	// still open can only be a finished one closing down: replace it.
 	// (A start sent again after a lost answer joins instead.)

@@ -34,11 +34,12 @@ func TestReadyzReportsAMissingSearchAttribute(t *testing.T) {
 	res := env.do(caller{}, "GET", "/readyz", nil)
 	require.Equal(t, http.StatusServiceUnavailable, res.Code, string(res.Raw))
 	checks := res.Body["checks"].(map[string]any)
-	require.Equal(t, "missing: OrganizationId", checks["temporalSearchAttributes"])
+	require.Equal(t, "missing: BridgeId, OrganizationId, TaskName", checks["temporalSearchAttributes"])
 	require.Equal(t, "ok", checks["temporal"])
 
 	// Registered: ready.
-	op.have = map[string]enumspb.IndexedValueType{"OrganizationId": enumspb.INDEXED_VALUE_TYPE_KEYWORD}
+	op.have = map[string]enumspb.IndexedValueType{"OrganizationId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"BridgeId": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "TaskName": enumspb.INDEXED_VALUE_TYPE_KEYWORD}
 	res = env.do(caller{}, "GET", "/readyz", nil)
 	require.Equal(t, http.StatusOK, res.Code, string(res.Raw))
 	require.Equal(t, "ok", res.Body["checks"].(map[string]any)["temporalSearchAttributes"])

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -67,8 +68,10 @@ func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) {
 		OrderID:        orderID.String(),
 		RequestedBy:    workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name},
 	}
-	opts := worker.StartOptions(workflows.OrderResyncWorkflowID(in.OrderID), s.taskQueue, in.OrganizationID,
-		map[string]any{"orderId": in.OrderID})
+	opts := worker.Start{ID: workflows.OrderResyncWorkflowID(in.OrderID), TaskQueue: s.taskQueue, OrganizationID: in.OrganizationID,
+		Summary:  fmt.Sprintf("Resync of order %s from bridge %q (%s)", src.ExternalID, deref(src.BridgeName), deref(src.BridgeType)),
+		BridgeID: src.BridgeID.String(),
+		Memo:     map[string]any{"orderId": in.OrderID, "order": src.ExternalID, "bridgeId": src.BridgeID.String(), "bridge": deref(src.BridgeName)}}.Options()
 	// Nothing is written before the start, so a start whose outcome stays
 	// unknown is a 503 like any outage; a repeat joins the run if it exists.
 	run, err := s.startStableWorkflow(r, opts, time.Now(), workflows.OrderResync, in)

@@ -114,6 +114,8 @@ type Server struct {
 	rateTimeout time.Duration
 	temporal    client.Client
 	taskQueue   string
+	// orgNames name the organization in the runs' memos and summaries.
+	orgNames *worker.OrganizationNames
 	// bulkTaskQueue is never empty (TaskQueue when not configured).
 	bulkTaskQueue string
 	namespace     string
@@ -151,6 +153,7 @@ func NewRouter(d Deps) http.Handler {
 		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
 		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs, limits: newLimiters(d.Limits), idempotencyLease: d.IdempotencyLease,
 	}
+	s.orgNames = &worker.OrganizationNames{DB: d.Store.Pool}
 	if s.orderHooks == nil {
 		s.orderHooks = &rules.Hooks{Store: d.Store, Log: d.Logger}
 	}

@@ -511,9 +511,10 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 // (the reconciler settles it); one that certainly did not run fails it.
 func (s *Server) startTaskExecution(r *http.Request, e store.TaskExecution, scheduleID uuid.UUID) error {
 	in := workflows.BridgeTaskInput{OrganizationID: e.OrganizationID.String(), TaskExecutionID: e.ID.String(), BridgeID: e.BridgeID.String(), TaskName: e.TaskName}
-	opts := worker.StartOptions(e.WorkflowID, s.bridgeTaskQueue(), in.OrganizationID, map[string]any{
-		"taskExecutionId": in.TaskExecutionID, "bridgeId": in.BridgeID, "taskName": e.TaskName, "scheduleId": scheduleID.String(),
-	})
+	opts := worker.Start{ID: e.WorkflowID, TaskQueue: s.bridgeTaskQueue(), OrganizationID: in.OrganizationID,
+		Summary:  fmt.Sprintf("%s of bridge %s, triggered from schedule %s", e.TaskName, in.BridgeID, scheduleID),
+		BridgeID: in.BridgeID, TaskName: e.TaskName,
+		Memo: map[string]any{"taskExecutionId": in.TaskExecutionID, "bridgeId": in.BridgeID, "taskName": e.TaskName, "scheduleId": scheduleID.String()}}.Options()
 	_, err := s.startStableWorkflow(r, opts, e.CreatedAt, workflows.BridgeTask, in)
 	if err == nil {
 		return nil

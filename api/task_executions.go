@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -143,8 +144,10 @@ func (s *Server) runBridgeTask(r *http.Request, b store.Bridge, taskName, field 
 		return store.TaskExecution{}, nil, notFoundAs(err, "bridge")
 	}
 	in := workflows.BridgeTaskInput{OrganizationID: p.OrganizationID.String(), TaskExecutionID: id.String(), BridgeID: b.ID.String(), TaskName: taskName}
-	opts := worker.StartOptions(wfID, s.bridgeTaskQueue(), in.OrganizationID,
-		map[string]any{"taskExecutionId": in.TaskExecutionID, "bridgeId": in.BridgeID, "taskName": taskName})
+	opts := worker.Start{ID: wfID, TaskQueue: s.bridgeTaskQueue(), OrganizationID: in.OrganizationID,
+		Summary:  fmt.Sprintf("%s of bridge %q (%s)", taskName, b.Name, b.Type),
+		BridgeID: in.BridgeID, TaskName: taskName,
+		Memo: map[string]any{"taskExecutionId": in.TaskExecutionID, "bridgeId": in.BridgeID, "bridge": b.Name, "bridgeType": b.Type, "taskName": taskName}}.Options()
 	run, err := s.startStableWorkflow(r, opts, e.CreatedAt, workflows.BridgeTask, in)
 	if err != nil {
 		s.log.WarnContext(r.Context(), "start workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)

@@ -52,6 +52,7 @@ const (
 	WebhookTopicHeader   = "X-Webhook-Topic"
 	WebhookIDHeader      = "X-Webhook-Id"
 	StorefrontATopic     = "X-Shopify-Topic"
+	StorefrontBTopic     = "X-WC-Webhook-Topic"
 	StorefrontAHMAC      = "X-Shopify-Hmac-Sha256"
 	StorefrontAEventID   = "X-Shopify-Event-Id"
 	StorefrontAWebhookID = "X-Shopify-Webhook-Id"
@@ -315,6 +316,7 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	var hints struct {
 		Topic        any `json:"topic"`
+		Scope        any `json:"scope"` // storefront_c
 		ResourceType any `json:"resource_type"`
 		ID           any `json:"id"`
 	}
@@ -322,6 +324,9 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 	dec.UseNumber() // platform ids exceed float64's exact integers
 	_ = dec.Decode(&hints)
 
+	if hints.Topic == nil {
+		hints.Topic = hints.Scope
+	}
 	topic := webhookTopic(r, hints.Topic, hints.ResourceType)
 	ev := store.WebhookEvent{
 		ID: uuid.New(), OrganizationID: v.orgID, BridgeID: id,
@@ -399,7 +404,7 @@ func (n *relayWaker) loop() {
 // webhookTopic: the platform's topic header, else X-Webhook-Topic, else the
 // payload's topic, else its resource_type (CONTRACT 6).
 func webhookTopic(r *http.Request, topic, resourceType any) string {
-	for _, t := range []string{r.Header.Get(StorefrontATopic), r.Header.Get(WebhookTopicHeader), scalarString(topic), scalarString(resourceType)} {
+	for _, t := range []string{r.Header.Get(StorefrontATopic), r.Header.Get(StorefrontBTopic), r.Header.Get(WebhookTopicHeader), scalarString(topic), scalarString(resourceType)} {
 		if t = strings.TrimSpace(t); t != "" {
 			return truncate(t, 200)
 		}

@@ -1,29 +1,27 @@
 package api
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/internal/vendortest"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
 )
 
-// vendorExample reads a platform's published example (skipped when the
-// vendor notes are not next to the repository).
+// vendorExample reads a platform's published example; the test fails,
+// naming where it looked, when the vendors' folder is missing
+// (vendortest: never a silent skip).
 func vendorExample(t *testing.T, typ, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../shared/vendors/platforms", typ, "examples", name))
-	if err != nil {
-		t.Skipf("vendor examples not available: %v", err)
-	}
-	return b
+	return vendortest.Example(t, "platforms", typ, name)
 }
 
 // A delivery with storefront_a's published headers and its published
@@ -91,4 +89,41 @@ func TestInboundWebhookShippingHubAPublishedPayloads(t *testing.T) {
 		require.Equal(t, res.data()["event_id"], again.data()["event_id"], "a redelivery is the same event")
 	}
 	requireError(t, e.do(caller{}, "POST", "/api/v1/webhooks/"+id, string(vendorExample(t, "shipping_hub_a", "webhook_payload_SHIP_NOTIFY.json"))), 401, "invalid_signature")
+}
+
+// storefront_c's published light payloads ({scope, data, hash, …}, no
+// topic header): the topic is the scope, each is its own event, and the
+// order they point at is the one processing fetches.
+func TestInboundWebhookStorefrontCPublishedPayloads(t *testing.T) {
+	e := newEnv(t)
+	key := e.apiKey(e.signup(), "bridges:read", "bridges:write")
+	const secret = "sfc-published-example"
+	id := inboundBridge(t, e, key, platforms.TypeStorefrontC, secret)
+	for name, want := range map[string]string{
+		"webhook_payload_store_order_created.json":       "250",
+		"webhook_payload_store_order_updated.json":       "272",
+		"webhook_payload_store_order_statusUpdated.json": "250",
+		"webhook_payload_store_shipment_created.json":    "251",
+	} {
+		body := vendorExample(t, "storefront_c", name)
+		var payload map[string]any
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&payload))
+		res := e.do(caller{}, "POST", "/api/v1/webhooks/"+id, string(body), HookSecretHeader, secret)
+		require.Equal(t, 200, res.Code, "%s: %s", name, res.Raw)
+		ev, err := store.WebhookEventByID(t.Context(), e.deps.Store.Pool, e.bridgeStoredRow(id).OrganizationID, uuid.MustParse(res.data()["event_id"].(string)))
+		require.NoError(t, err)
+		require.Equal(t, payload["scope"], ev.Topic, name)
+		var stored map[string]any
+		dec = json.NewDecoder(bytes.NewReader(ev.Payload))
+		dec.UseNumber()
+		require.NoError(t, dec.Decode(&stored))
+		orderID, ignored, err := activities.WebhookOrderRef(platforms.TypeStorefrontC, ev.Topic, stored)
+		require.NoError(t, err, name)
+		require.Empty(t, ignored, name)
+		require.Equal(t, want, orderID, name)
+		again := e.do(caller{}, "POST", "/api/v1/webhooks/"+id, string(body), HookSecretHeader, secret)
+		require.Equal(t, res.data()["event_id"], again.data()["event_id"], "a redelivery is the same event")
+	}
 }

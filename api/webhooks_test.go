@@ -234,8 +234,11 @@ func TestBridgeWebhooksPartialFailure(t *testing.T) {
 // inboundBridge creates a bridge of typ with a known webhook secret.
 func inboundBridge(t *testing.T, e *testEnv, key caller, typ, secret string) string {
 	cfg := map[string]any{"shopDomain": "in.myshopify.com", "accessToken": "shpat_x", "webhookSecret": secret}
-	if typ == platforms.TypeShippingHubA {
+	switch typ {
+	case platforms.TypeShippingHubA:
 		cfg = map[string]any{"apiKey": "k", "apiSecret": "s", "webhookSecret": secret}
+	case platforms.TypeStorefrontC:
+		cfg = map[string]any{"storeHash": "abcde", "accessToken": "sfc_x", "webhookSecret": secret}
 	}
 	return e.bridgeCreate(key, typ, "In", cfg)["id"].(string)
 }

@@ -10,6 +10,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/fos-dev/fos/worker"
 )
 
 // Workflow starts whose answer is lost.
@@ -86,6 +88,7 @@ func isStartUnknown(err error) bool {
 // caller may undo its row — or a *startUnknownError: the run may exist,
 // the caller must leave its row as it is.
 func (s *Server) startStableWorkflow(r *http.Request, opts client.StartWorkflowOptions, since time.Time, wf any, args ...any) (client.WorkflowRun, error) {
+	opts = s.withOrganizationName(r.Context(), opts)
 	ctx, cancel := context.WithTimeout(r.Context(), startWorkflowTimeout)
 	run, err := s.temporal.ExecuteWorkflow(ctx, opts, wf, args...)
 	cancel()
@@ -137,4 +140,15 @@ func (s *Server) runStartedSince(ctx context.Context, id string, since time.Time
 		return nil, false, nil
 	}
 	return s.temporal.GetWorkflow(ctx, id, info.GetExecution().GetRunId()), true, nil
+}
+
+// withOrganizationName names the run's organization in its memo and
+// summary (worker.WithOrganizationName), from the OrganizationId search
+// attribute the options carry.
+func (s *Server) withOrganizationName(ctx context.Context, opts client.StartWorkflowOptions) client.StartWorkflowOptions {
+	orgID, ok := opts.TypedSearchAttributes.GetKeyword(worker.OrganizationIDKey)
+	if !ok || s.orgNames == nil {
+		return opts
+	}
+	return worker.WithOrganizationName(opts, s.orgNames.Name(ctx, orgID))
 }

@@ -91,6 +91,19 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, desc.GetWorkflowExecutionInfo().GetStatus())
 	writeHistory(t, ctx, s.temporal, workflows.BridgeTaskWorkflowID(execID), desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "bridge_task_history.json")
+	// What an operator sees in the Temporal UI: what ran for which bridge,
+	// by name, searchable by BridgeId and TaskName, nothing secret.
+	ui := describeForUI(t, ctx, s.temporal, workflows.BridgeTaskWorkflowID(execID))
+	require.Equal(t, `grab-orders of bridge "Sandbox shop" (storefront_a) — E2E Tasks`, ui.Summary)
+	require.Contains(t, ui.Details, "bridgeId: "+bridgeID)
+	require.Equal(t, bridgeID, ui.SearchAttributes["BridgeId"])
+	require.Equal(t, "grab-orders", ui.SearchAttributes["TaskName"])
+	require.Equal(t, orgID, ui.SearchAttributes["OrganizationId"])
+	require.Equal(t, "E2E Tasks", ui.Memo["organization"])
+	require.Equal(t, "Sandbox shop", ui.Memo["bridge"])
+	for _, text := range []string{ui.Summary, ui.Details} {
+		require.NotContains(t, text, "shpat_e2e")
+	}
 
 	// A second run starts at the high-water mark: nothing new is created.
 	again := s.waitForExecution(key, data(s.mustCall(202, key, "POST", "/api/v1/bridges/"+bridgeID+"/tasks/grab-orders/run", nil))["id"].(string))
@@ -129,6 +142,10 @@ func TestBridgeTasksEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, fdesc.GetWorkflowExecutionInfo().GetStatus())
 	writeHistory(t, ctx, s.temporal, failed["workflowId"].(string), fdesc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "bridge_task_failed_history.json")
+	// The failure reads in the UI without the codec (not "Encoded failure").
+	fui := describeForUI(t, ctx, s.temporal, failed["workflowId"].(string))
+	require.Contains(t, fui.FailureMessage, `bridge "Refused" refused its credentials`)
+	require.NotContains(t, fui.FailureMessage, "Encoded failure")
 	inError := data(s.mustCall(200, key, "GET", "/api/v1/bridges/"+bad["id"].(string), nil))
 	require.Equal(t, "error", inError["status"])
 	require.Contains(t, inError["lastError"], "refused the bridge's credentials")

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	enumspb "go.temporal.io/api/enums/v1"
 	"io"
 	"log/slog"
 	"net/http"
@@ -539,4 +540,31 @@ func TestOperationTransformationsEndToEnd(t *testing.T) {
 	require.Equal(t, before, o.ships.Load(), "no label bought")
 	items := o.mustCall(200, o.key, "GET", "/api/v1/operations/"+op2+"/items", nil)["data"].([]any)
 	require.Contains(t, items[0].(map[string]any)["errorMessage"], "broken")
+}
+
+// TestOperationContinuesAsNew: an operation of three items run one batch
+// of one item per run continues as new twice and completes; its first run
+// (ending ContinuedAsNew) is a recorded history of the replay tests
+// (FOS_UPDATE_HISTORY=1: workflows/testdata/operation_execute_continued_history.json).
+func TestOperationContinuesAsNew(t *testing.T) {
+	o := startOps(t, func(in *workflows.OperationExecuteInput) { in.BatchSize, in.BatchesPerRun, in.Parallelism = 1, 1, 1 })
+	w := o.startWorker()
+	t.Cleanup(w.Stop)
+	op := o.operation(3)
+	code, out := o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/execute", nil)
+	require.Equal(t, 202, code, "%v", out)
+	require.Equal(t, "completed", o.waitOperation(op, time.Minute, finished)["status"])
+	ctx := context.Background()
+	wfID := workflows.OperationWorkflowID(op)
+	o.waitClosed(wfID)
+	desc, err := o.temporal.DescribeWorkflowExecution(ctx, wfID, "")
+	require.NoError(t, err)
+	first := desc.GetWorkflowExecutionInfo().GetFirstRunId()
+	require.NotEqual(t, first, desc.GetWorkflowExecutionInfo().GetExecution().GetRunId(), "the run continued as new")
+	it := o.temporal.GetWorkflowHistory(ctx, wfID, first, false, enumspb.HISTORY_EVENT_FILTER_TYPE_CLOSE_EVENT)
+	require.True(t, it.HasNext())
+	ev, err := it.Next()
+	require.NoError(t, err)
+	require.Equal(t, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW, ev.GetEventType())
+	writeHistory(t, ctx, o.temporal, wfID, first, "operation_execute_continued_history.json")
 }

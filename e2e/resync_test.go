@@ -395,7 +395,7 @@ func requireJSONEqual(t *testing.T, want any, got any) {
 
 // writeHistory saves the run's history as a replay test fixture
 // (workflows/testdata/<name>) when FOS_UPDATE_HISTORY=1.
-func writeHistory(t *testing.T, ctx context.Context, c client.Client, wfID, runID, name string) {
+func writeHistory(t testing.TB, ctx context.Context, c client.Client, wfID, runID, name string) {
 	t.Helper()
 	if os.Getenv("FOS_UPDATE_HISTORY") != "1" {
 		return

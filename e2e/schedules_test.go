@@ -36,10 +36,12 @@ func (s *stack) describeSchedule(ctx context.Context, id string) *client.Schedul
 // runMaintenance runs one Maintenance workflow to its end.
 func (s *stack) runMaintenance(ctx context.Context) {
 	s.t.Helper()
-	run, err := s.temporal.ExecuteWorkflow(ctx, worker.StartOptions("maintenance-test/"+uuid.NewString(), taskQueue, uuid.Nil.String(), nil), workflows.Maintenance)
+	run, err := s.temporal.ExecuteWorkflow(ctx, worker.StartOptions("maintenance-test/"+uuid.NewString(), taskQueue, "system", nil), workflows.Maintenance)
 	require.NoError(s.t, err)
 	var res workflows.MaintenanceResult
 	require.NoError(s.t, run.Get(ctx, &res))
+	// A recorded history of the replay tests (FOS_UPDATE_HISTORY=1).
+	writeHistory(s.t, ctx, s.temporal, run.GetID(), run.GetRunID(), "maintenance_history.json")
 }
 
 // waitScheduleRuns polls a schedule until runCount reaches n.
@@ -106,6 +108,20 @@ func TestSchedulesEndToEnd(t *testing.T) {
 	require.Equal(t, "completed", fired["status"], "%v", fired)
 	require.Equal(t, "grab-orders", fired["taskName"])
 	require.Equal(t, float64(0), after["errorCount"])
+	// In the Temporal UI: the fire and its child bridge task are found by
+	// BridgeId and TaskName and say what they are.
+	acts := s.describeSchedule(ctx, id).Info.RecentActions
+	require.NotEmpty(t, acts)
+	firedID := acts[0].StartWorkflowResult.WorkflowID
+	s.waitClosed(firedID)
+	sui := describeForUI(t, ctx, s.temporal, firedID)
+	require.Equal(t, bridgeID, sui.SearchAttributes["BridgeId"])
+	require.Equal(t, "grab-orders", sui.SearchAttributes["TaskName"])
+	require.Contains(t, sui.Summary, "Scheduled grab-orders of bridge "+bridgeID)
+	cui := describeForUI(t, ctx, s.temporal, fired["workflowId"].(string))
+	require.Equal(t, bridgeID, cui.SearchAttributes["BridgeId"])
+	require.Contains(t, cui.Summary, "grab-orders of bridge "+bridgeID)
+	writeHistory(t, ctx, s.temporal, firedID, "", "scheduled_bridge_task_history.json")
 
 	// pause: nextRunAt null, the Temporal Schedule paused; resume: set again.
 	paused := data(s.mustCall(200, key, "POST", "/api/v1/schedules/"+id+"/pause", nil))

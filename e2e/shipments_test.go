@@ -175,6 +175,14 @@ func TestPickupCompletionScheduleEndToEnd(t *testing.T) {
 	require.Equal(t, workflows.PickupCompletionWorkflowType, action.Workflow)
 	require.Equal(t, taskQueue, action.TaskQueue)
 	require.Equal(t, enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, desc.Schedule.Policy.Overlap)
+	// Its run says what each fire does (the schedule's note) in the UI,
+	// and is a recorded history of the replay tests (FOS_UPDATE_HISTORY=1).
+	require.NotEmpty(t, desc.Info.RecentActions)
+	runID := desc.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+	s.waitClosed(runID)
+	ui := describeForUI(t, ctx, s.temporal, runID)
+	require.Contains(t, ui.Summary, "marks confirmed pickups whose date has passed completed")
+	writeHistory(t, ctx, s.temporal, runID, "", "pickup_completion_history.json")
 }
 
 // With the built-in carrier_a adapter (no delivery-change API, as the real

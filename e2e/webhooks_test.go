@@ -26,6 +26,7 @@ import (
 	"github.com/fos-dev/fos/api"
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/payloadcodec/codectest"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
@@ -60,11 +61,14 @@ func startHookStack(t testing.TB) *hookStack {
 	t.Cleanup(sb.Close)
 	apiPlat := platforms.NewAPIRegistry(platforms.SandboxURLs(sb.URL), sb.Client(), nil)
 
+	// Payloads encrypted as the service's clients encrypt them (the
+	// recorded histories hold nothing in clear).
+	codecOpts := temporaltest.WithBaseClientOptions(client.Options{DataConverter: dataConverter, FailureConverter: codectest.FailureConverter()})
 	var ts *temporaltest.TestServer
 	if tt, ok := t.(*testing.T); ok {
-		ts = temporaltest.NewServer(temporaltest.WithT(tt))
+		ts = temporaltest.NewServer(temporaltest.WithT(tt), codecOpts)
 	} else {
-		ts = temporaltest.NewServer()
+		ts = temporaltest.NewServer(codecOpts)
 		t.Cleanup(ts.Stop)
 	}
 	c := ts.GetDefaultClient()
@@ -234,6 +238,13 @@ func TestWebhookOrderCreateEndToEnd(t *testing.T) {
 	t.Logf("order visible in GET /orders %s after it was added to the store", time.Since(added).Round(time.Millisecond))
 	require.Equal(t, map[string]int{ext: 1}, got)
 	s.waitEvents(bridgeID, store.WebhookEventProcessed, 1, 10*time.Second)
+	var eventID string
+	require.NoError(t, s.store.Pool.QueryRow(context.Background(), `SELECT id::text FROM webhook_events WHERE bridge_id = $1`, bridgeID).Scan(&eventID))
+	s.waitClosed(workflows.InboundWebhookWorkflowID(eventID))
+	wui := describeForUI(t, context.Background(), s.temporal, workflows.InboundWebhookWorkflowID(eventID))
+	require.Equal(t, bridgeID, wui.SearchAttributes["BridgeId"])
+	require.Contains(t, wui.Summary, "Inbound webhook orders/create from bridge "+bridgeID)
+	writeHistory(t, context.Background(), s.temporal, workflows.InboundWebhookWorkflowID(eventID), "", "inbound_webhook_history.json")
 
 	// The order is the platform's copy, with a sync activity naming the event.
 	list := s.mustCall(200, key, "GET", "/api/v1/orders?bridge_id="+bridgeID, nil)["data"].([]any)

@@ -23,9 +23,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
@@ -120,14 +122,96 @@ func (c *Codec) DataConverter() converter.DataConverter {
 }
 
 // FailureConverter encodes failures' messages and stack traces into an
-// encrypted payload too (the history shows "Encoded failure"; clients and
-// the UI through the codec endpoint read the original), since an error's
-// text may quote what it failed on (a PIN, an address).
+// encrypted payload too, since an error's text may quote what it failed on
+// (a PIN, an address); clients and the UI through the codec endpoint read
+// the original. The message left in clear is the original with what may
+// be secret or personal masked (SafeMessage), not "Encoded failure": an
+// operator without the codec still reads why a run failed.
 func (c *Codec) FailureConverter() converter.FailureConverter {
-	return temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
-		DataConverter:          c.DataConverter(),
-		EncodeCommonAttributes: true,
+	dc := c.DataConverter()
+	return safeFailureConverter{
+		inner: temporal.NewDefaultFailureConverter(temporal.DefaultFailureConverterOptions{
+			DataConverter:          dc,
+			EncodeCommonAttributes: true,
+		}),
+		dc: dc,
+	}
+}
+
+// safeFailureConverter is the default failure converter with encoded
+// attributes whose clear message is SafeMessage of the original.
+type safeFailureConverter struct {
+	inner converter.FailureConverter
+	dc    converter.DataConverter
+}
+
+func (f safeFailureConverter) ErrorToFailure(err error) *failurepb.Failure {
+	out := f.inner.ErrorToFailure(err)
+	for n := out; n != nil; n = n.GetCause() {
+		if n.GetEncodedAttributes() == nil {
+			continue
+		}
+		var ea struct {
+			Message string `json:"message"`
+		}
+		if f.dc.FromPayload(n.GetEncodedAttributes(), &ea) == nil && ea.Message != "" {
+			n.Message = SafeMessage(ea.Message)
+		}
+	}
+	return out
+}
+
+func (f safeFailureConverter) FailureToError(failure *failurepb.Failure) error {
+	return f.inner.FailureToError(failure)
+}
+
+var (
+	uuidPattern    = regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
+	emailPattern   = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}`)
+	amountPattern  = regexp.MustCompile(`\b\d+[.,]\d+\b`)
+	numberPattern  = regexp.MustCompile(`\+?\d[\d \-]{3,}\d`)
+	secretPattern  = regexp.MustCompile(`(?i)\b(pin|password|passwd|secret|token|api[_ -]?key|authorization|bearer)(\s*[:=]?\s*)("[^"]*"|'[^']*'|\S+)`)
+	addressPattern = regexp.MustCompile(`(?i)\b(address|name|street|phone|email)(\s*[:=]\s*)("[^"]*"|'[^']*'|[^;)\n]+)`)
+	streetPattern  = regexp.MustCompile(`(?i)\b\d+\s+(?:[a-z][\w.'-]*\s+){0,4}(?:st|street|ave|avenue|rd|road|blvd|boulevard|pkwy|parkway|dr|drive|ln|lane|way|ct|court|pl|place|hwy|highway|strasse|straße)\b\.?`)
+)
+
+// SafeMessage is an error message fit for a failure's clear text (the
+// Temporal UI without the codec): e-mail addresses, amounts, numbers of
+// five digits or more (PINs, invoice and phone numbers), street addresses
+// and the values after secret or personal words (pin, password, token,
+// address, name…) are masked. Ids and the other words of the message stay.
+// It is a best effort (a bare person's or city's name is not recognised):
+// the full message is only in the encrypted attributes.
+func SafeMessage(msg string) string {
+	// Ids (UUIDs) stay as they are: an operator looks them up.
+	ids := uuidPattern.FindAllString(msg, -1)
+	msg = uuidPattern.ReplaceAllString(msg, "\x00")
+	msg = redact(msg)
+	for _, id := range ids {
+		msg = strings.Replace(msg, "\x00", id, 1)
+	}
+	return msg
+}
+
+func redact(msg string) string {
+	msg = secretPattern.ReplaceAllString(msg, "${1}${2}[redacted]")
+	msg = addressPattern.ReplaceAllString(msg, "${1}${2}[redacted]")
+	msg = streetPattern.ReplaceAllString(msg, "[address]")
+	msg = emailPattern.ReplaceAllString(msg, "[email]")
+	msg = amountPattern.ReplaceAllString(msg, "[amount]")
+	msg = numberPattern.ReplaceAllStringFunc(msg, func(m string) string {
+		digits := 0
+		for _, r := range m {
+			if r >= '0' && r <= '9' {
+				digits++
+			}
+		}
+		if digits < 5 {
+			return m
+		}
+		return "[number]"
 	})
+	return msg
 }
 
 // Encode implements converter.PayloadCodec: each payload, metadata

@@ -192,7 +192,7 @@ func TestFailuresAreEncoded(t *testing.T) {
 	raw, err := protojson.Marshal(f)
 	require.NoError(t, err)
 	require.NotContains(t, string(raw), "482913")
-	require.Equal(t, "Encoded failure", f.GetMessage())
+	require.Equal(t, "PIN [redacted] rejected for [address]", f.GetMessage())
 	back := fc.FailureToError(f)
 	require.ErrorContains(t, back, "PIN 482913 rejected")
 }
@@ -226,4 +226,33 @@ func BenchmarkCodecRoundTrip(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The clear message of an encoded failure keeps the words and ids of the
+// error and masks what may be secret or personal.
+func TestSafeMessage(t *testing.T) {
+	for in, want := range map[string]string{
+		"order 999 not found": "order 999 not found",
+		"carrier account contact: George, 20 FED EX PKWY, COLLIERVILLE":             "carrier account contact: George, [address], COLLIERVILLE",
+		"bridge 3f2a1b2c-1234-5678-9abc-def012345678 refused: 401 Unauthorized":     "bridge 3f2a1b2c-1234-5678-9abc-def012345678 refused: 401 Unauthorized",
+		"carrier_a refused the PIN 123456":                                          "carrier_a refused the PIN [redacted]",
+		"invoice 293235673 of 2323.2 does not match":                                "invoice [number] of [amount] does not match",
+		"no account for buyer lost@example.com":                                     "no account for buyer [email]",
+		`address: 1 Pike St, Seattle; status 422`:                                   "address: [redacted]; status 422",
+		"grab-orders: storefront_a answered 429 Too Many Requests (retry after 2s)": "grab-orders: storefront_a answered 429 Too Many Requests (retry after 2s)",
+	} {
+		require.Equal(t, want, SafeMessage(in), in)
+	}
+}
+
+// Failures keep their original message for clients with the codec and
+// show the masked one in clear (not "Encoded failure").
+func TestFailureConverterClearMessage(t *testing.T) {
+	fc := New(newKey(t)).FailureConverter()
+	f := fc.ErrorToFailure(temporal.NewApplicationError("carrier_a refused the PIN 123456 for order 42", "Refused"))
+	require.Equal(t, "carrier_a refused the PIN [redacted] for order 42", f.GetMessage())
+	require.NotNil(t, f.GetEncodedAttributes())
+	require.NotContains(t, string(f.GetEncodedAttributes().GetData()), "123456")
+	err := fc.FailureToError(f)
+	require.Contains(t, err.Error(), "carrier_a refused the PIN 123456 for order 42")
 }

@@ -60,6 +60,12 @@ type Fulfillment struct {
 	// LineItems restricts the fulfillment to some lines (the order lines'
 	// ExternalID); empty means everything still unfulfilled.
 	LineItems []FulfillmentLine
+	// ReplacesTrackingNumber is the tracking number an earlier push sent
+	// for the same shipment (its label was bought again): a connector
+	// whose platform can change a fulfillment's tracking (storefront_a's
+	// update_tracking) moves the fulfillment that carries it to
+	// TrackingNumber instead of creating a second one.
+	ReplacesTrackingNumber string
 }
 
 // FulfillmentLine is a quantity of one order line.

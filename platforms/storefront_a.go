@@ -286,6 +286,15 @@ func (c *StorefrontA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 			return FulfillmentResult{ExternalID: ful.ID.String(), Created: false}, nil
 		}
 	}
+	// 1b. A label bought again: the fulfillment with the old number gets
+	// the new one (POST fulfillments/{id}/update_tracking.json).
+	if old := strings.TrimSpace(f.ReplacesTrackingNumber); old != "" {
+		for _, ful := range existing.Order.Fulfillments {
+			if ful.live() && ful.has(old) {
+				return c.updateTracking(ctx, s, b, ful.ID.String(), f, company)
+			}
+		}
+	}
 
 	// 2. The order's fulfillment orders and their open lines.
 	resp, err = c.call(ctx, s, http.MethodGet, "/orders/"+orderID+"/fulfillment_orders.json", nil, nil, true)
@@ -364,6 +373,37 @@ func (c *StorefrontA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 		return FulfillmentResult{}, badResponse("fulfillment response has no id", nil)
 	}
 	return FulfillmentResult{ExternalID: created.Fulfillment.ID.String(), Created: true}, nil
+}
+
+// updateTracking moves fulfillment id to f's tracking number:
+// {"fulfillment": {"notify_customer", "tracking_info": {"company", "number", "url"}}}.
+func (c *StorefrontA) updateTracking(ctx context.Context, s storefrontAShop, b Bridge, id string, f Fulfillment, company string) (FulfillmentResult, error) {
+	if !isDigits(id) {
+		return FulfillmentResult{}, badResponse("fulfillment id "+id+" is not a number", nil)
+	}
+	body := map[string]any{"fulfillment": storefrontATrackingUpdate{
+		NotifyCustomer: NotifyCustomer(b, f),
+		TrackingInfo:   storefrontATrackingInfo{Number: f.TrackingNumber, Company: company, URL: f.TrackingURL},
+	}}
+	resp, err := c.call(ctx, s, http.MethodPost, "/fulfillments/"+id+"/update_tracking.json", nil, body, false)
+	if err != nil {
+		return FulfillmentResult{}, err
+	}
+	var updated struct {
+		Fulfillment storefrontAFulfillment `json:"fulfillment"`
+	}
+	if err := decodeJSON(resp.body, &updated, "fulfillment response"); err != nil {
+		return FulfillmentResult{}, err
+	}
+	if updated.Fulfillment.ID == "" {
+		return FulfillmentResult{}, badResponse("fulfillment response has no id", nil)
+	}
+	return FulfillmentResult{ExternalID: updated.Fulfillment.ID.String(), Created: false}, nil
+}
+
+type storefrontATrackingUpdate struct {
+	NotifyCustomer bool                    `json:"notify_customer"`
+	TrackingInfo   storefrontATrackingInfo `json:"tracking_info"`
 }
 
 type storefrontAFulfillmentCreate struct {

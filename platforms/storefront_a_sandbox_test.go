@@ -98,6 +98,25 @@ func TestStorefrontAAgainstTheSandboxStore(t *testing.T) {
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, platforms.CodeNothingToFulfill, pe.Code)
 
+	// The label bought again: the fulfillment moves to the new number
+	// (update_tracking), named from the service's carrier code; a company
+	// the platform does not know is refused as the platform refuses it.
+	push.ReplacesTrackingNumber, push.Carrier, push.TrackingURL = "1Z999AA10123456784", "carrier_b", ""
+	moved, err := c.PushFulfillment(ctx, b, push)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: first.ExternalID, Created: false}, moved)
+	after, err = c.FetchOrder(ctx, b, target.ExternalID)
+	require.NoError(t, err)
+	fs, _ = after.SourceData["fulfillments"].([]any)
+	require.Len(t, fs, 1, "moved, not a second fulfillment")
+	assert.Equal(t, "1Z999AA10123456785", fs[0].(map[string]any)["tracking_number"])
+	assert.Equal(t, "UPS", fs[0].(map[string]any)["tracking_company"])
+	refused := push
+	refused.TrackingNumber, refused.ReplacesTrackingNumber = "1Z999AA10123456786", "1Z999AA10123456785"
+	refused.Carrier = "Bogus Parcels"
+	_, err = c.PushFulfillment(ctx, b, refused)
+	require.Error(t, err, "an unknown tracking company without a url is refused")
+
 	// Partial fulfillment of a multi-line order, line by line.
 	var multi platforms.Order
 	for _, o := range all {

@@ -266,6 +266,35 @@ func TestStorefrontAPushFulfillmentBuildsThePublishedRequest(t *testing.T) {
 	assert.True(t, flags.Fulfillment.Notify)
 }
 
+// A label bought again for a pushed shipment: the fulfillment carrying the
+// old number is moved to the new one with update_tracking, the request
+// built from the service's carrier code (carrier_b: "UPS") as the
+// published one, and the published response read.
+func TestStorefrontAUpdateTrackingBuildsThePublishedRequest(t *testing.T) {
+	published := platformExample(t, "storefront_a", "fulfillment_update_tracking_request.json")
+	response := platformExample(t, "storefront_a", "fulfillment_update_tracking_response.json")
+	f := newFakePlatform(t)
+	f.serve("GET "+sfaRoot+"/orders/450789469.json", 200, []byte(`{"order":{"id":450789469,"fulfillments":[
+		{"id":1069019869,"status":"success","tracking_number":"1Z2345","tracking_numbers":["1Z2345"]}]}}`))
+	f.serve("POST "+sfaRoot+"/fulfillments/1069019869/update_tracking.json", 200, response)
+	c := platforms.NewStorefrontA(f.srv.URL, f.srv.Client())
+	b := sfaBridge()
+	b.Config["notifyCustomer"] = true
+	res, err := c.PushFulfillment(context.Background(), b, platforms.Fulfillment{
+		OrderExternalID: "450789469", TrackingNumber: "1Z001985YW99744790", Carrier: "carrier_b", Service: "03",
+		ReplacesTrackingNumber: "1Z2345",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "1069019869", Created: false}, res)
+	post := f.last(t, "POST", sfaRoot+"/fulfillments/1069019869/update_tracking.json")
+	assert.JSONEq(t, string(published), string(post.body))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, call := range f.calls {
+		assert.NotEqual(t, sfaRoot+"/fulfillments.json", call.path, "no second fulfillment")
+	}
+}
+
 func TestStorefrontAPushFulfillmentSkipsKnownTracking(t *testing.T) {
 	f := newFakePlatform(t)
 	f.serve("GET "+sfaRoot+"/orders/450789469.json", 200, []byte(`{"order":{"id":450789469,"fulfillments":[

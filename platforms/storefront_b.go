@@ -502,6 +502,9 @@ func (c *StorefrontB) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	if err := decodeJSON(resp.body, &current, "order response"); err != nil {
 		return FulfillmentResult{}, err
 	}
+	if notifyFlag(b, ConfigShipmentTracking, false) {
+		return c.pushTracking(ctx, s, b, f, orderID, current.Status, carrier)
+	}
 	resp, err = c.call(ctx, s, http.MethodGet, "/orders/"+orderID+"/notes", url.Values{"type": {"any"}}, nil, true)
 	if err != nil {
 		return FulfillmentResult{}, err
@@ -547,6 +550,69 @@ func (c *StorefrontB) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 		return FulfillmentResult{}, badResponse("order note response has no id", nil)
 	}
 	return FulfillmentResult{ExternalID: created.ID.String(), Created: true}, nil
+}
+
+// ConfigShipmentTracking is storefront_b's bridge config flag for stores
+// that run the Shipment Tracking extension: a fulfillment becomes a
+// tracking item (POST /wp-json/wc-shipment-tracking/v3/orders/{id}/shipment-trackings
+// {tracking_provider, tracking_number, date_shipped}) instead of an order
+// note; the order is completed either way.
+const ConfigShipmentTracking = "shipmentTracking"
+
+// StorefrontBTrackingRoot is the Shipment Tracking extension's API root.
+const StorefrontBTrackingRoot = "/wp-json/wc-shipment-tracking/v3"
+
+type storefrontBTracking struct {
+	TrackingID       string `json:"tracking_id,omitempty"`
+	TrackingProvider string `json:"tracking_provider"`
+	TrackingNumber   string `json:"tracking_number"`
+	DateShipped      string `json:"date_shipped,omitempty"`
+}
+
+// pushTracking records the fulfillment as a Shipment Tracking item, once
+// per tracking number (a tracking item with the number already there is
+// the earlier push), and completes the order.
+func (c *StorefrontB) pushTracking(ctx context.Context, s storefrontBStore, b Bridge, f Fulfillment, orderID, status, carrier string) (FulfillmentResult, error) {
+	ts := s
+	ts.root = strings.TrimSuffix(s.root, StorefrontBAPIRoot) + StorefrontBTrackingRoot
+	resp, err := c.call(ctx, ts, http.MethodGet, "/orders/"+orderID+"/shipment-trackings", nil, nil, true)
+	if err != nil {
+		return FulfillmentResult{}, err
+	}
+	var items []storefrontBTracking
+	if err := decodeJSON(resp.body, &items, "shipment tracking list"); err != nil {
+		return FulfillmentResult{}, err
+	}
+	for _, it := range items {
+		if strings.EqualFold(strings.TrimSpace(it.TrackingNumber), strings.TrimSpace(f.TrackingNumber)) {
+			return FulfillmentResult{ExternalID: it.TrackingID, Created: false}, nil
+		}
+	}
+	switch status {
+	case "cancelled", "refunded", "failed", "trash":
+		return FulfillmentResult{}, &Error{Code: CodeNothingToFulfill, Message: fmt.Sprintf("order %s is %s", orderID, status)}
+	case "completed":
+	default:
+		if _, err := c.call(ctx, s, http.MethodPut, "/orders/"+orderID, nil, map[string]string{"status": "completed"}, true); err != nil {
+			return FulfillmentResult{}, err
+		}
+	}
+	item := storefrontBTracking{TrackingProvider: carrier, TrackingNumber: strings.TrimSpace(f.TrackingNumber)}
+	if !f.ShipDate.IsZero() {
+		item.DateShipped = f.ShipDate.Format("2006-01-02")
+	}
+	resp, err = c.call(ctx, ts, http.MethodPost, "/orders/"+orderID+"/shipment-trackings", nil, item, true)
+	if err != nil {
+		return FulfillmentResult{}, err
+	}
+	var created storefrontBTracking
+	if err := decodeJSON(resp.body, &created, "shipment tracking response"); err != nil {
+		return FulfillmentResult{}, err
+	}
+	if created.TrackingID == "" {
+		return FulfillmentResult{}, badResponse("shipment tracking response has no tracking_id", nil)
+	}
+	return FulfillmentResult{ExternalID: created.TrackingID, Created: true}, nil
 }
 
 type storefrontBWebhook struct {

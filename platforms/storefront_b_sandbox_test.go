@@ -99,6 +99,33 @@ func TestStorefrontBAgainstTheSandboxStore(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(notes, "1Z999AA10123456784"), notes)
 	assert.Contains(t, notes, "Order status changed from Processing to Completed.")
 
+	// A store with the Shipment Tracking extension: a tracking item, once,
+	// named from the service's carrier code.
+	var other2 platforms.Order
+	for _, o := range all {
+		if o.Status == platforms.StatusConfirmed && o.ExternalID != target.ExternalID {
+			other2 = o
+			break
+		}
+	}
+	require.NotEmpty(t, other2.ExternalID)
+	tb := sfbBridge("storeUrl", "https://demo-shop.example.com/store", platforms.ConfigShipmentTracking, "true")
+	tpush := platforms.Fulfillment{OrderExternalID: other2.ExternalID, TrackingNumber: "9400111899560000000000", Carrier: "carrier_c",
+		ShipDate: time.Date(2026, 7, 10, 0, 0, 0, 0, time.UTC)}
+	tfirst, err := c.PushFulfillment(ctx, tb, tpush)
+	require.NoError(t, err)
+	assert.True(t, tfirst.Created)
+	tsecond, err := c.PushFulfillment(ctx, tb, tpush)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: tfirst.ExternalID, Created: false}, tsecond)
+	items := sandboxGet(t, srv, "/platforms/storefront_b/demo-shop.example.com/store/wp-json/wc-shipment-tracking/v3/orders/"+other2.ExternalID+"/shipment-trackings")
+	assert.Equal(t, 1, strings.Count(items, "9400111899560000000000"), items)
+	assert.Contains(t, items, `"tracking_provider":"USPS"`)
+	assert.Contains(t, items, `"date_shipped":"2026-07-10"`)
+	tafter, err := c.FetchOrder(ctx, tb, other2.ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.StatusShipped, tafter.Status)
+
 	// A cancelled order has nothing to fulfill.
 	for _, o := range all {
 		if o.Status == platforms.StatusCancelled {

@@ -385,3 +385,32 @@ func (h *redirector) RoundTrip(r *http.Request) (*http.Response, error) {
 	h.n++
 	return &http.Response{StatusCode: http.StatusFound, Header: http.Header{"Location": {h.to}}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
 }
+
+// A store with the Shipment Tracking extension (bridge config
+// shipmentTracking): the fulfillment is a tracking item built as the
+// published request from the service's carrier code (carrier_c: "USPS")
+// and ship date, the published answer's tracking_id is the push's id, and
+// a tracking number already there is not sent twice.
+func TestStorefrontBShipmentTrackingBuildsThePublishedRequest(t *testing.T) {
+	published := platformExample(t, "storefront_b", "shipment_tracking_create_request.json")
+	answer := platformExample(t, "storefront_b", "shipment_tracking_create_response.json")
+	const trackRoot = "/example.com" + platforms.StorefrontBTrackingRoot
+	f := newFakePlatform(t)
+	f.serve("GET "+sfbRoot+"/orders/727", 200, platformExample(t, "storefront_b", "order_get_response.json"))
+	f.serve("PUT "+sfbRoot+"/orders/727", 200, platformExample(t, "storefront_b", "order_update_response.json"))
+	f.serve("GET "+trackRoot+"/orders/727/shipment-trackings", 200, []byte(`[]`))
+	f.serve("POST "+trackRoot+"/orders/727/shipment-trackings", 201, answer)
+	c := platforms.NewStorefrontB(f.srv.URL, f.srv.Client())
+	b := sfbBridge(platforms.ConfigShipmentTracking, "true")
+	push := platforms.Fulfillment{OrderExternalID: "727", TrackingNumber: "9400111899560000000000", Carrier: "carrier_c",
+		ShipDate: time.Date(2026, 7, 10, 15, 0, 0, 0, time.UTC)}
+	res, err := c.PushFulfillment(context.Background(), b, push)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "7f4978c390ee633c6294ae0f258656f9", Created: true}, res)
+	assert.JSONEq(t, string(published), string(f.last(t, "POST", trackRoot+"/orders/727/shipment-trackings").body))
+
+	f.serve("GET "+trackRoot+"/orders/727/shipment-trackings", 200, []byte("["+string(answer)+"]"))
+	again, err := c.PushFulfillment(context.Background(), b, push)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "7f4978c390ee633c6294ae0f258656f9", Created: false}, again)
+}

@@ -2,6 +2,8 @@ package platforms_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -85,6 +87,14 @@ func TestStorefrontCAgainstTheSandboxStore(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, platforms.FulfillmentFulfilled, done.FulfillmentStatus)
 	assert.Equal(t, platforms.StatusShipped, done.Status)
+	// The status the published status update sets (status_id 2, Shipped)
+	// is the one the platform gives an order whose every item shipped: the
+	// connector sends no status change of its own.
+	var published struct {
+		StatusID json.Number `json:"status_id"`
+	}
+	require.NoError(t, json.Unmarshal(platformExample(t, "storefront_c", "order_update_status_request.json"), &published))
+	assert.Equal(t, published.StatusID.String(), fmt.Sprint(done.SourceData["status_id"]))
 	changed, _ := listAll(t, c, b, time.Now().Add(-time.Minute))
 	require.Len(t, changed, 1)
 	assert.Equal(t, target.ExternalID, changed[0].ExternalID)

@@ -143,6 +143,7 @@ func mountStorefrontA(r chi.Router, prefix string) {
 		v.Get("/orders/{id}.json", s.getOrder)
 		v.Get("/orders/{id}/fulfillment_orders.json", s.fulfillmentOrders)
 		v.Post("/fulfillments.json", s.createFulfillment)
+		v.Post("/fulfillments/{id}/update_tracking.json", s.updateTracking)
 		v.Get("/locations.json", s.listLocations)
 		v.Get("/webhooks.json", s.listWebhooks)
 		v.Post("/webhooks.json", s.createWebhook)
@@ -767,6 +768,70 @@ func (s *sfaSandbox) createFulfillment(w http.ResponseWriter, r *http.Request) {
 		"tracking_url": t.URL, "tracking_urls": nonEmptyList(t.URL), "receipt": map[string]any{}, "name": f.Name,
 		"admin_graphql_api_id": fmt.Sprintf("gid://shopify/Fulfillment/%d", f.ID),
 	}})
+}
+
+// updateTracking changes a fulfillment's tracking (number, company, url),
+// refusing a company the platform does not know without a url as
+// fulfillments.json does; 404 for a fulfillment the shop does not have.
+func (s *sfaSandbox) updateTracking(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Fulfillment *struct {
+			NotifyCustomer bool `json:"notify_customer"`
+			TrackingInfo   *struct {
+				Number  string `json:"number"`
+				Company string `json:"company"`
+				URL     string `json:"url"`
+			} `json:"tracking_info"`
+		} `json:"fulfillment"`
+	}
+	if err := readBody(w, r, &req); err != nil || req.Fulfillment == nil || req.Fulfillment.TrackingInfo == nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"errors": map[string]any{"fulfillment": "Required parameter missing or invalid"}})
+		return
+	}
+	t := *req.Fulfillment.TrackingInfo
+	if t.Company != "" && t.URL == "" && !knownName(sfaTrackingCompanies, t.Company, false) {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"errors": map[string]any{
+			"tracking_company": []string{fmt.Sprintf("%q is not a tracking company the platform knows; give a tracking url with it", t.Company)}}})
+		return
+	}
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		sfaError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	shop := s.shopOf(r)
+	idx, ok := shop.byID[(id-100)/1000]
+	if !ok {
+		sfaError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	o := shop.orders[idx]
+	fs := append([]fulfillment(nil), o.Fulfillments...)
+	for j := range fs {
+		if fs[j].ID != id {
+			continue
+		}
+		now := s.now().UTC()
+		fs[j].TrackingCompany, fs[j].TrackingURL, fs[j].UpdatedAt = t.Company, t.URL, ts(now)
+		fs[j].TrackingNumber, fs[j].TrackingNumbers = t.Number, []string{}
+		if t.Number != "" {
+			fs[j].TrackingNumbers = []string{t.Number}
+		}
+		o.Fulfillments = fs
+		o.updated, o.UpdatedAt = now, ts(now)
+		shop.orders[idx] = o
+		f := fs[j]
+		writeJSON(w, http.StatusOK, map[string]any{"fulfillment": map[string]any{
+			"id": f.ID, "order_id": o.ID, "status": f.Status, "created_at": f.CreatedAt, "updated_at": f.UpdatedAt,
+			"service": "manual", "tracking_company": f.TrackingCompany, "shipment_status": nil, "location_id": shop.locations[0].ID,
+			"line_items": f.LineItems, "tracking_number": f.TrackingNumber, "tracking_numbers": f.TrackingNumbers,
+			"tracking_url": f.TrackingURL, "tracking_urls": nonEmptyList(f.TrackingURL), "name": f.Name,
+		}})
+		return
+	}
+	sfaError(w, http.StatusNotFound, "Not Found")
 }
 
 func nonEmptyList(s string) []string {

@@ -1,6 +1,8 @@
 package sandboxapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -85,13 +87,15 @@ type wcSandbox struct {
 }
 
 type wcStore struct {
-	key      string
-	orders   []wcOrder // by id
-	byID     map[int64]int
-	notes    map[int64][]wcNote // newest last
-	webhooks []wcWebhook
-	nextID   int64
-	calls    int
+	key    string
+	orders []wcOrder // by id
+	byID   map[int64]int
+	notes  map[int64][]wcNote // newest last
+	// trackings are the Shipment Tracking extension's items per order.
+	trackings map[int64][]wcTracking
+	webhooks  []wcWebhook
+	nextID    int64
+	calls     int
 }
 
 type wcLink struct {
@@ -254,6 +258,12 @@ func mountStorefrontB(r chi.Router, prefix string) {
 	s := &wcSandbox{now: time.Now}
 	r.Handle(prefix+"/*", http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		rest := strings.TrimPrefix(req.URL.Path, prefix)
+		if i := strings.Index(rest, wcTrackingRoot+"/"); i > 1 {
+			// The Shipment Tracking extension's routes, same credentials.
+			store := strings.ToLower(strings.Trim(rest[:i], "/"))
+			s.serve(w, req, store, prefix+rest[:i], "/"+wcTrackingSeg+rest[i+len(wcTrackingRoot):])
+			return
+		}
 		i := strings.Index(rest, wcAPIRoot+"/")
 		if i <= 1 {
 			wcError(w, http.StatusNotFound, "rest_no_route", "No route was found matching the URL and request method.")
@@ -323,6 +333,12 @@ func (s *wcSandbox) serve(w http.ResponseWriter, r *http.Request, store, storePa
 		s.getOrder(w, st, segs[1], base)
 	case len(segs) == 2 && segs[0] == "orders" && (r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodPatch):
 		s.updateOrder(w, r, st, segs[1], base)
+	case len(segs) == 4 && segs[0] == wcTrackingSeg && segs[1] == "orders" && segs[3] == "shipment-trackings" && r.Method == http.MethodGet:
+		s.listTrackings(w, st, segs[2])
+	case len(segs) == 4 && segs[0] == wcTrackingSeg && segs[1] == "orders" && segs[3] == "shipment-trackings" && r.Method == http.MethodPost:
+		s.createTracking(w, r, st, segs[2])
+	case len(segs) >= 1 && segs[0] == wcTrackingSeg:
+		wcError(w, http.StatusNotFound, "rest_no_route", "No route was found matching the URL and request method.")
 	case len(segs) == 3 && segs[0] == "orders" && segs[2] == "notes" && r.Method == http.MethodGet:
 		s.listNotes(w, r, st, segs[1])
 	case len(segs) == 3 && segs[0] == "orders" && segs[2] == "notes" && r.Method == http.MethodPost:
@@ -794,6 +810,88 @@ func (s *wcSandbox) listNotes(w http.ResponseWriter, r *http.Request, st *wcStor
 		out = append(out, n)
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// The Shipment Tracking extension (wc-shipment-tracking/v3): tracking
+// items per order, {tracking_id, tracking_provider, tracking_link,
+// tracking_number, date_shipped}.
+const (
+	wcTrackingRoot = "/wp-json/wc-shipment-tracking/v3"
+	wcTrackingSeg  = "_shipment-tracking"
+)
+
+type wcTracking struct {
+	TrackingID       string `json:"tracking_id"`
+	TrackingProvider string `json:"tracking_provider"`
+	TrackingLink     string `json:"tracking_link"`
+	TrackingNumber   string `json:"tracking_number"`
+	DateShipped      string `json:"date_shipped"`
+}
+
+func (s *wcSandbox) listTrackings(w http.ResponseWriter, st *wcStore, seg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := st.orderIndex(seg)
+	if !ok {
+		wcNoOrder(w)
+		return
+	}
+	out := append([]wcTracking{}, st.trackings[st.orders[i].ID]...)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// createTracking adds a tracking item: tracking_number and a provider
+// (tracking_provider, or custom_tracking_provider with its
+// custom_tracking_link) are required; date_shipped is YYYY-MM-DD (today
+// when absent). 201 with the item.
+func (s *wcSandbox) createTracking(w http.ResponseWriter, r *http.Request, st *wcStore, seg string) {
+	var req struct {
+		Provider       string `json:"tracking_provider"`
+		CustomProvider string `json:"custom_tracking_provider"`
+		CustomLink     string `json:"custom_tracking_link"`
+		Number         string `json:"tracking_number"`
+		DateShipped    string `json:"date_shipped"`
+	}
+	if err := readBody(w, r, &req); err != nil {
+		wcError(w, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
+		return
+	}
+	if strings.TrimSpace(req.Number) == "" {
+		wcError(w, http.StatusBadRequest, "rest_missing_callback_param", "Missing parameter(s): tracking_number")
+		return
+	}
+	if strings.TrimSpace(req.Provider) == "" && strings.TrimSpace(req.CustomProvider) == "" {
+		wcError(w, http.StatusBadRequest, "rest_missing_callback_param", "Missing parameter(s): tracking_provider")
+		return
+	}
+	if req.DateShipped != "" {
+		if _, err := time.Parse("2006-01-02", req.DateShipped); err != nil {
+			wcInvalid(w, "date_shipped")
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := st.orderIndex(seg)
+	if !ok {
+		wcNoOrder(w)
+		return
+	}
+	id := st.orders[i].ID
+	if req.DateShipped == "" {
+		req.DateShipped = s.now().UTC().Format("2006-01-02")
+	}
+	st.nextID++
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s/%d/%d", st.key, id, st.nextID)))
+	it := wcTracking{TrackingID: hex.EncodeToString(sum[:16]), TrackingProvider: req.Provider, TrackingNumber: req.Number, DateShipped: req.DateShipped}
+	if req.Provider == "" {
+		it.TrackingProvider, it.TrackingLink = req.CustomProvider, strings.ReplaceAll(req.CustomLink, "%1$s", req.Number)
+	}
+	if st.trackings == nil {
+		st.trackings = map[int64][]wcTracking{}
+	}
+	st.trackings[id] = append(st.trackings[id], it)
+	writeJSON(w, http.StatusCreated, it)
 }
 
 // createNote records an order note (how a fulfillment's tracking number

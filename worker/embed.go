@@ -66,8 +66,10 @@ type TemporalEmbed struct {
 // embed-oauth/<bridgeId>, awaited. A refusal of the platform comes back as
 // an Upstream domain error.
 func (t TemporalEmbed) ExchangeOAuthCode(ctx context.Context, in embed.ExchangeInput) (embed.ExchangeResult, error) {
-	opts := StartOptions(workflows.StorefrontAOAuthWorkflowID(in.BridgeID.String()), t.TaskQueue, in.OrganizationID.String(),
-		map[string]any{"bridgeId": in.BridgeID.String()})
+	opts := Start{ID: workflows.StorefrontAOAuthWorkflowID(in.BridgeID.String()), TaskQueue: t.TaskQueue, OrganizationID: in.OrganizationID.String(),
+		Summary:  "storefront_a OAuth code exchange for bridge " + in.BridgeID.String(),
+		BridgeID: in.BridgeID.String(),
+		Memo:     map[string]any{"bridgeId": in.BridgeID.String()}}.Options()
 	run, err := t.Client.ExecuteWorkflow(ctx, opts, workflows.StorefrontAOAuth, in)
 	if err != nil {
 		return embed.ExchangeResult{}, Unavailable(ctx, err)

@@ -31,6 +31,10 @@ type scheduleSpec struct {
 func ensureSchedule(ctx context.Context, c client.Client, s scheduleSpec) error {
 	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: s.every}}}
 	policy := client.SchedulePolicies{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP, CatchupWindow: s.every}
+	if s.action.StaticSummary == "" {
+		// What each fire does, in the Temporal UI's Summary column.
+		s.action.StaticSummary = DefaultSummary(s.action.ID) + ": " + s.note
+	}
 	sc := c.ScheduleClient()
 	_, err := sc.Create(ctx, client.ScheduleOptions{
 		ID:                 s.id,

@@ -17,6 +17,8 @@ import (
 // SearchAttributes are the custom search attributes the workflows use.
 var SearchAttributes = map[string]enumspb.IndexedValueType{
 	OrganizationIDKey.GetName(): enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	BridgeIDKey.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+	TaskNameKey.GetName():       enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 }
 
 // MissingSearchAttributes returns the names of the custom search

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -198,8 +199,10 @@ func (r *WebhookRelay) RelayOnce(ctx context.Context) (int, error) {
 // (activities webhookEventKind, bounded attempts).
 func (r *WebhookRelay) start(ctx context.Context, ref store.WebhookEventRef) error {
 	id := ref.ID.String()
-	opts := StartOptions(workflows.InboundWebhookWorkflowID(id), r.TaskQueue, ref.OrganizationID.String(),
-		map[string]any{"eventId": id, "bridgeId": ref.BridgeID.String(), "topic": ref.Topic})
+	opts := Start{ID: workflows.InboundWebhookWorkflowID(id), TaskQueue: r.TaskQueue, OrganizationID: ref.OrganizationID.String(),
+		Summary:  fmt.Sprintf("Inbound webhook %s from bridge %s", ref.Topic, ref.BridgeID),
+		BridgeID: ref.BridgeID.String(),
+		Memo:     map[string]any{"eventId": id, "bridgeId": ref.BridgeID.String(), "topic": ref.Topic}}.Options()
 	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
 	opts.WorkflowExecutionTimeout = time.Hour
 	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)

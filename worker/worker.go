@@ -6,7 +6,6 @@ package worker
 import (
 	"log/slog"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
@@ -100,19 +99,3 @@ func Register(r sdkworker.Registry, deps Deps) {
 // OrganizationIDKey is the search attribute every workflow carries
 // (CONTRACT section 5).
 var OrganizationIDKey = temporal.NewSearchAttributeKeyKeyword("OrganizationId")
-
-// StartOptions are the options of a workflow start: the stable workflow id,
-// the OrganizationId search attribute and a memo naming the resource (e.g.
-// {"orderId": ...}), so an operator finds any run in the Temporal UI. A
-// start while a run with the same id is going returns that run
-// (USE_EXISTING); a closed run's id may be started again.
-func StartOptions(id, taskQueue, orgID string, memo map[string]any) client.StartWorkflowOptions {
-	return client.StartWorkflowOptions{
-		ID:                       id,
-		TaskQueue:                taskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-		TypedSearchAttributes:    temporal.NewSearchAttributes(OrganizationIDKey.ValueSet(orgID)),
-		Memo:                     memo,
-	}
-}

@@ -23,7 +23,8 @@ func TestStartOptions(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "org-1", org)
 	require.Equal(t, "OrganizationId", OrganizationIDKey.GetName())
-	require.Equal(t, map[string]any{"orderId": "o1"}, o.Memo)
+	require.Equal(t, map[string]any{"orderId": "o1", "organizationId": "org-1"}, o.Memo)
+	require.Equal(t, "Resync of order o1", o.StaticSummary)
 }
 
 // fakeOperator answers ListSearchAttributes with have and records adds.
@@ -56,9 +57,12 @@ func TestEnsureSearchAttributes(t *testing.T) {
 	require.Len(t, op.added, 1)
 	require.Equal(t, "ns", op.added[0].GetNamespace())
 	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, op.added[0].GetSearchAttributes()["OrganizationId"])
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, op.added[0].GetSearchAttributes()["BridgeId"])
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, op.added[0].GetSearchAttributes()["TaskName"])
 
 	// Present: nothing to do.
-	op = &fakeOperator{have: map[string]enumspb.IndexedValueType{"OrganizationId": enumspb.INDEXED_VALUE_TYPE_KEYWORD}}
+	op = &fakeOperator{have: map[string]enumspb.IndexedValueType{"OrganizationId": enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		"BridgeId": enumspb.INDEXED_VALUE_TYPE_KEYWORD, "TaskName": enumspb.INDEXED_VALUE_TYPE_KEYWORD}}
 	require.NoError(t, ensureWith(t, op))
 	require.Empty(t, op.added)
 
@@ -71,7 +75,7 @@ func TestEnsureSearchAttributes(t *testing.T) {
 	require.ErrorContains(t, ensureWith(t, op), "OrganizationId")
 	op = &fakeOperator{addErr: serviceerror.NewPermissionDenied("no", "")}
 	err := ensureWith(t, op)
-	require.ErrorContains(t, err, `the Temporal namespace "ns" lacks the search attribute(s) OrganizationId`)
+	require.ErrorContains(t, err, `the Temporal namespace "ns" lacks the search attribute(s) BridgeId, OrganizationId, TaskName`)
 	require.ErrorContains(t, err, "temporal operator search-attribute create --namespace ns --name OrganizationId --type Keyword")
 }
 
@@ -108,7 +112,7 @@ func TestMissingSearchAttributesProbesWhenListingIsDenied(t *testing.T) {
 		if known {
 			require.Empty(t, missing)
 		} else {
-			require.Equal(t, []string{"OrganizationId"}, missing)
+			require.Equal(t, []string{"BridgeId", "OrganizationId", "TaskName"}, missing)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -180,6 +181,10 @@ func runPagedSync(ctx workflow.Context, in *BridgeTaskInput) (activities.SyncCou
 		st.Counts.Add(res.SyncCounts)
 		st.Pages++
 		st.Cursor = res.Next
+		// The run's current details in the Temporal UI (not a command:
+		// replay-safe).
+		workflow.SetCurrentDetails(ctx, fmt.Sprintf("%s: %d pages synced; %d orders fetched, %d created, %d updated, %d failed",
+			in.TaskName, st.Pages, st.Counts.Fetched, st.Counts.Created, st.Counts.Updated, st.Counts.Failed))
 		if res.Next == "" {
 			return st.Counts, nil
 		}

@@ -54,7 +54,7 @@ func DispatchAssignment(ctx workflow.Context, in rules.DispatchInput) (DispatchA
 	var begun activities.BeginDispatchResult
 	if err := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, dispatchStepOptions), a.BeginDispatch, in).Get(ctx, &begun); err != nil {
 		msg, _ := failureOf(err)
-		return DispatchAssignmentResult{Status: store.AssignmentFailed, Error: msg}, nil
+		return dispatchEnd(ctx, DispatchAssignmentResult{Status: store.AssignmentFailed, Error: msg})
 	}
 	if begun.Status != store.AssignmentProcessing {
 		return DispatchAssignmentResult{Status: begun.Status}, nil
@@ -77,5 +77,23 @@ func DispatchAssignment(ctx workflow.Context, in rules.DispatchInput) (DispatchA
 	if ferr := workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(rctx, dispatchStepOptions), a.FinishDispatch, out).Get(rctx, nil); ferr != nil {
 		return DispatchAssignmentResult{}, ferr
 	}
-	return DispatchAssignmentResult{Status: out.Status, Error: out.Error}, nil
+	return dispatchEnd(ctx, DispatchAssignmentResult{Status: out.Status, Error: out.Error})
 }
+
+// dispatchFailsVersion: a run whose assignment failed ends Failed in the
+// Temporal UI (it completed, with the failure only in its result, before).
+const dispatchFailsVersion = "dispatch-failed-ends-failed"
+
+// dispatchEnd ends the run: a failed assignment fails it with the reason,
+// non-retryable (the assignment row already says failed; a retry goes
+// through the API), so an operator sees it Failed; others complete.
+func dispatchEnd(ctx workflow.Context, res DispatchAssignmentResult) (DispatchAssignmentResult, error) {
+	if res.Status != store.AssignmentFailed || workflow.GetVersion(ctx, dispatchFailsVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return res, nil
+	}
+	return res, temporal.NewNonRetryableApplicationError("dispatch failed: "+res.Error, ErrTypeDispatchFailed, nil)
+}
+
+// ErrTypeDispatchFailed is the failure type of a DispatchAssignment run
+// whose assignment failed.
+const ErrTypeDispatchFailed = "DispatchFailed"

@@ -64,10 +64,14 @@ func TestDispatchAssignmentCannotAcceptOrders(t *testing.T) {
 	env.OnActivity(da.PushDispatch, mock.Anything, in).Return(activities.PushDispatchResult{},
 		temporal.NewNonRetryableApplicationError(`the destination bridge "Shop" (storefront_b) cannot accept orders`, activities.ErrTypeCannotAcceptOrders, nil)).Once()
 	env.ExecuteWorkflow(DispatchAssignment, in)
-	require.NoError(t, env.GetWorkflowError())
-	var res DispatchAssignmentResult
-	require.NoError(t, env.GetWorkflowResult(&res))
-	require.Equal(t, store.AssignmentFailed, res.Status)
+	// The run ends Failed (the Temporal UI shows why), not Completed.
+	err := env.GetWorkflowError()
+	require.Error(t, err)
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, err, &appErr)
+	require.Equal(t, ErrTypeDispatchFailed, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	require.Contains(t, appErr.Error(), "cannot accept orders")
 	require.Len(t, *finished, 1)
 	require.Equal(t, store.AssignmentFailed, (*finished)[0].Status)
 	require.Contains(t, (*finished)[0].Error, "cannot accept orders")

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -68,7 +69,8 @@ func ScheduledBridgeTask(ctx workflow.Context, in ScheduledBridgeTaskInput) (Sch
 		// Abandoned, not stopped, when this run closes first: the task
 		// finishes and records itself.
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
-		TypedSearchAttributes: activities.OrganizationSearchAttributes(in.OrganizationID),
+		TypedSearchAttributes: activities.BridgeSearchAttributes(in.OrganizationID, queued.BridgeID, queued.TaskName),
+		StaticSummary:         fmt.Sprintf("%s of bridge %s, scheduled (schedule %s)", queued.TaskName, queued.BridgeID, in.ScheduleID),
 		Memo: map[string]any{
 			"taskExecutionId": queued.TaskExecutionID, "bridgeId": queued.BridgeID, "taskName": queued.TaskName, "scheduleId": in.ScheduleID,
 		},
