@@ -17,9 +17,9 @@ import (
 // signal-with-start of rules.DispatchBatchSignal.
 const DispatchBatchWorkflowType = rules.DispatchBatchWorkflow
 
-// ErrTypeDispatchFailed is the failure type of a drainer that ended with
+// ErrTypeDispatchBatchFailed is the failure type of a drainer that ended with
 // failed assignments.
-const ErrTypeDispatchFailed = "DispatchAssignmentsFailed"
+const ErrTypeDispatchBatchFailed = "DispatchAssignmentsFailed"
 
 // Bounds of DispatchBatch.
 const (
@@ -129,7 +129,7 @@ func DispatchBatch(ctx workflow.Context, in rules.DispatchBatchInput) (DispatchB
 	if total.Failed > 0 {
 		return total, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("%d of %d assignments failed to dispatch; last reason: %s", total.Failed, total.Claimed, total.LastError),
-			ErrTypeDispatchFailed, nil, total)
+			ErrTypeDispatchBatchFailed, nil, total)
 	}
 	return total, nil
 }

@@ -102,7 +102,7 @@ func TestDispatchBatchEndsFailedWhenAssignmentsFailed(t *testing.T) {
 	require.Error(t, err)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "%v", err)
-	require.Equal(t, ErrTypeDispatchFailed, appErr.Type())
+	require.Equal(t, ErrTypeDispatchBatchFailed, appErr.Type())
 	require.Contains(t, appErr.Message(), "2 of 10 assignments failed")
 	require.Contains(t, appErr.Message(), "cannot accept orders")
 	require.Len(t, *calls, 3)

@@ -22,6 +22,7 @@ var replayWorkflows = map[string]any{
 	BridgeTaskWorkflowType:          BridgeTask,
 	CarrierRegistrationWorkflowType: CarrierRegistration,
 	DispatchAssignmentWorkflowType:  DispatchAssignment,
+	DispatchBatchWorkflowType:       DispatchBatch,
 	EmbedOutboxWorkflowType:         EmbedOutbox,
 	InboundWebhookWorkflowType:      InboundWebhook,
 	MaintenanceWorkflowType:         Maintenance,
@@ -47,6 +48,7 @@ var replayWorkflows = map[string]any{
 var notYetRecorded = map[string]bool{
 	AgentReconcileWorkflowType:     true,
 	DispatchAssignmentWorkflowType: true,
+	DispatchBatchWorkflowType:      true,
 	EmbedOutboxWorkflowType:        true,
 	StorefrontAOAuthWorkflowType:   true,
 	WebhookDeliveryWorkflowType:    true,
