@@ -6,6 +6,7 @@ import (
 	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/locations"
 	"github.com/fos-dev/fos/operations"
+	"github.com/fos-dev/fos/orders"
 	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/shipping"
@@ -16,6 +17,7 @@ import (
 // encode): the business operations live there, shared with the
 // activities, operation execution and the agent's tools.
 type domains struct {
+	orders     *orders.Service
 	shipping   *shipping.Service
 	operations *operations.Service
 	// insights reads operations from the operations area's tables
@@ -31,6 +33,11 @@ type domains struct {
 // the Temporal adapters of their ports (nil without a Temporal client:
 // what needs a workflow answers that workflows are unavailable).
 func newDomains(d Deps, s *Server) domains {
+	od := orders.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks}
+	if d.Temporal != nil {
+		od.Resyncs = worker.TemporalOrders{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
+	}
+	ord := orders.New(od)
 	sd := shipping.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: d.Logger, Hooks: s.orderHooks, BaseURL: d.BaseURL, RateTimeout: d.RateTimeout}
 	if d.Temporal != nil {
 		t := worker.TemporalShipping{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
@@ -40,12 +47,13 @@ func newDomains(d Deps, s *Server) domains {
 	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
 	rt := routing.New(rd)
 	return domains{
+		orders:     ord,
 		shipping:   sh,
 		operations: newOperations(d, sh, rt),
 		insights:   newInsights(d),
 		routing:    rt,
 		embed:      newEmbed(d, s),
-		agent:      newAgent(d, s),
+		agent:      newAgent(d, s, ord),
 		locations:  locations.New(d.Store),
 	}
 }
@@ -103,10 +111,11 @@ func newInsights(d Deps) *insights.Service {
 	return insights.New(insights.Deps{Store: d.Store, Operations: ops})
 }
 
-// newAgent builds the agent Service: its tools over the domain services,
-// its conversations on Temporal.
-func newAgent(d Deps, s *Server) *agent.Service {
-	ag, err := worker.NewAgentService(worker.AgentDeps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Hooks: s.orderHooks,
+// newAgent builds the agent Service: its tools over the domain services
+// (the order tools over the API's orders Service), its conversations on
+// Temporal.
+func newAgent(d Deps, s *Server, ord *orders.Service) *agent.Service {
+	ag, err := worker.NewAgentService(worker.AgentDeps{Orders: ord, Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Hooks: s.orderHooks,
 		Logger: d.Logger, BaseURL: d.BaseURL, Temporal: d.Temporal, TaskQueue: d.TaskQueue, Provider: d.LLM, Config: d.Agent})
 	if err != nil {
 		panic("agent tools: " + err.Error()) // the tools' schemas are constants

@@ -18,6 +18,7 @@ import (
 	"github.com/fos-dev/fos/agent/llm"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/orders"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/shipping"
@@ -41,10 +42,13 @@ type AgentDeps struct {
 	// Provider is the model (nil: a turn fails saying none is configured).
 	Provider llm.Provider
 	Config   agent.Config
+	// Orders is the orders Service (nil: built over Store and Hooks).
+	Orders *orders.Service
 }
 
 // NewAgentService builds the agent's Service over the domain services
-// that exist (shipping; orders over the store until its service lands).
+// (orders, shipping). Orders, when set, is the orders Service the tools
+// call (the API's); nil: one is built over Store and Hooks.
 func NewAgentService(d AgentDeps) (*agent.Service, error) {
 	log := d.Logger
 	if log == nil {
@@ -57,7 +61,11 @@ func NewAgentService(d AgentDeps) (*agent.Service, error) {
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 		runs = TemporalAgent{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: log, Provider: d.Provider, Config: d.Config}
 	}
-	tools, err := agent.NewTools(agent.StoreOrders{Store: d.Store, Hooks: d.Hooks}, shipping.New(sd), agent.StoreAccounts{Store: d.Store}, agent.StoreMemory{Store: d.Store})
+	ord := d.Orders
+	if ord == nil {
+		ord = orders.New(orders.Deps{Store: d.Store, Logger: log, Hooks: d.Hooks})
+	}
+	tools, err := agent.NewTools(AgentOrders{Orders: ord}, shipping.New(sd), agent.StoreAccounts{Store: d.Store}, agent.StoreMemory{Store: d.Store})
 	if err != nil {
 		return nil, err
 	}
