@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/carrieraccounts"
 	"github.com/fos-dev/fos/embed"
 	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/locations"
@@ -17,9 +18,10 @@ import (
 // encode): the business operations live there, shared with the
 // activities, operation execution and the agent's tools.
 type domains struct {
-	orders     *orders.Service
-	shipping   *shipping.Service
-	operations *operations.Service
+	orders          *orders.Service
+	carrierAccounts *carrieraccounts.Service
+	shipping        *shipping.Service
+	operations      *operations.Service
 	// insights reads operations from the operations area's tables
 	// (insights.StoreOperations).
 	insights  *insights.Service
@@ -47,15 +49,27 @@ func newDomains(d Deps, s *Server) domains {
 	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
 	rt := routing.New(rd)
 	return domains{
-		orders:     ord,
-		shipping:   sh,
-		operations: newOperations(d, sh, rt),
-		insights:   newInsights(d),
-		routing:    rt,
-		embed:      newEmbed(d, s),
-		agent:      newAgent(d, s, ord),
-		locations:  locations.New(d.Store),
+		orders:          ord,
+		carrierAccounts: newCarrierAccounts(d, s),
+		shipping:        sh,
+		operations:      newOperations(d, sh, rt),
+		insights:        newInsights(d),
+		routing:         rt,
+		embed:           newEmbed(d, s),
+		agent:           newAgent(d, s, ord),
+		locations:       locations.New(d.Store),
 	}
+}
+
+// newCarrierAccounts builds the carrier accounts Service: carrier_a
+// registrations through Temporal, PIN requests under the API's limit.
+func newCarrierAccounts(d Deps, s *Server) *carrieraccounts.Service {
+	cd := carrieraccounts.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: d.Logger,
+		PINLimit: s.limits.carrierPINAccount.check, MaxWrongPINs: s.limits.wrongPINs}
+	if d.Temporal != nil {
+		cd.Registrations = worker.TemporalCarrierAccounts{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
+	}
+	return carrieraccounts.New(cd)
 }
 
 // newOperations builds the operations Service: labels through the shipping

@@ -23,7 +23,7 @@ const (
 var layeringAllowlist = map[string][]string{
 	"agent.go":        {storePkg}, // the agent Service answers store rows (to move to agent types)
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
-	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg}, "carrier_accounts.go": {storePkg, workflowsPkg},
+	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg},
 	"embed.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
 	"organizations.go":    {storePkg},
 	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg},
