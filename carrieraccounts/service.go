@@ -180,4 +180,3 @@ func required(v *domain.FieldErrors, field string, s *string) bool {
 	}
 	return true
 }
-
