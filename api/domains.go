@@ -8,6 +8,7 @@ import (
 	"github.com/fos-dev/fos/locations"
 	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/orders"
+	"github.com/fos-dev/fos/ratecomparisons"
 	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/shipping"
@@ -20,6 +21,7 @@ import (
 type domains struct {
 	orders          *orders.Service
 	carrierAccounts *carrieraccounts.Service
+	rateComparisons *ratecomparisons.Service
 	shipping        *shipping.Service
 	operations      *operations.Service
 	// insights reads operations from the operations area's tables
@@ -51,6 +53,7 @@ func newDomains(d Deps, s *Server) domains {
 	return domains{
 		orders:          ord,
 		carrierAccounts: newCarrierAccounts(d, s),
+		rateComparisons: newRateComparisons(d, s),
 		shipping:        sh,
 		operations:      newOperations(d, sh, rt),
 		insights:        newInsights(d),
@@ -70,6 +73,16 @@ func newCarrierAccounts(d Deps, s *Server) *carrieraccounts.Service {
 		cd.Registrations = worker.TemporalCarrierAccounts{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
 	}
 	return carrieraccounts.New(cd)
+}
+
+// newRateComparisons builds the rate comparisons Service: its runs
+// through Temporal on the bulk task queue.
+func newRateComparisons(d Deps, s *Server) *ratecomparisons.Service {
+	rd := ratecomparisons.Deps{Store: d.Store, Logger: d.Logger}
+	if d.Temporal != nil {
+		rd.Runs = worker.TemporalRateComparisons{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger}
+	}
+	return ratecomparisons.New(rd)
 }
 
 // newOperations builds the operations Service: labels through the shipping

@@ -25,9 +25,9 @@ var layeringAllowlist = map[string][]string{
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg},
 	"embed.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
-	"organizations.go":    {storePkg},
-	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg},
-	"router.go": {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
+	"organizations.go": {storePkg},
+	"respond.go":       {storePkg},
+	"router.go":        {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
 	"task_executions.go": {storePkg, workflowsPkg},
 	"webhooks.go":        {storePkg},
 }

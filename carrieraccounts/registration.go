@@ -63,13 +63,9 @@ type RegisterRun struct {
 	MaxWrongPINs int
 }
 
-// ErrOutcomeUnknown marks a register step whose answer was lost: the run
-// may exist, so the account it was sent for stays.
-var ErrOutcomeUnknown = errors.New("the registration's outcome is unknown")
-
 // Registrations runs the registration steps (worker.TemporalCarrierAccounts
 // on Temporal). Errors are domain errors; one that is unavailable and not
-// ErrOutcomeUnknown means nothing runs for the account.
+// domain.ErrRunMayExist means nothing runs for the account.
 type Registrations interface {
 	Register(ctx context.Context, in RegisterRun) (Registered, error)
 	RequestPIN(ctx context.Context, orgID, accountID uuid.UUID, option string) (PINRequested, error)
@@ -160,7 +156,7 @@ func (s *Service) Register(ctx context.Context, actor domain.Actor, in RegisterI
 		NewAccount: ra.Created, RequestedBy: actor, MaxWrongPINs: s.maxWrongPINs,
 	})
 	if err != nil {
-		if ra.Created && errors.Is(err, domain.ErrUnavailable) && !errors.Is(err, ErrOutcomeUnknown) {
+		if ra.Created && errors.Is(err, domain.ErrUnavailable) && !errors.Is(err, domain.ErrRunMayExist) {
 			// Temporal refused, or has no run for the account: nothing
 			// runs for it, do not leave it pending. When the run may exist
 			// the account stays pending; the reconciler settles it if the

@@ -40,7 +40,7 @@ func (t TemporalCarrierAccounts) starter() Starter { return Starter{Client: t.Cl
 // or an outage is sent again under the same update id, so that Temporal
 // answers the first one's outcome instead of registering twice; when the
 // outcome is still unknown the error is unavailable and
-// carrieraccounts.ErrOutcomeUnknown unless Temporal knows no run of this
+// domain.ErrRunMayExist unless Temporal knows no run of this
 // request.
 func (t TemporalCarrierAccounts) Register(ctx context.Context, in carrieraccounts.RegisterRun) (carrieraccounts.Registered, error) {
 	orgID, acctID := in.OrganizationID.String(), in.AccountID.String()
@@ -99,7 +99,7 @@ func (t TemporalCarrierAccounts) Register(ctx context.Context, in carrieraccount
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), StartRetryTimeout)
 		defer dcancel()
 		if _, found, derr := t.starter().RunStartedSince(dctx, wfID, since); derr != nil || found {
-			return carrieraccounts.Registered{}, domain.WorkflowsUnavailable(fmt.Errorf("%w: %w", carrieraccounts.ErrOutcomeUnknown, lastErr))
+			return carrieraccounts.Registered{}, domain.WorkflowsUnavailable(fmt.Errorf("%w: %w", domain.ErrRunMayExist, lastErr))
 		}
 	}
 	return carrieraccounts.Registered{}, t.registrationError(ctx, lastErr)
