@@ -2,6 +2,7 @@ package api
 
 import (
 	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/carrieraccounts"
 	"github.com/fos-dev/fos/embed"
 	"github.com/fos-dev/fos/insights"
@@ -22,6 +23,7 @@ type domains struct {
 	orders          *orders.Service
 	carrierAccounts *carrieraccounts.Service
 	rateComparisons *ratecomparisons.Service
+	bridgeTasks     *bridgetasks.Service
 	shipping        *shipping.Service
 	operations      *operations.Service
 	// insights reads operations from the operations area's tables
@@ -54,6 +56,7 @@ func newDomains(d Deps, s *Server) domains {
 		orders:          ord,
 		carrierAccounts: newCarrierAccounts(d, s),
 		rateComparisons: newRateComparisons(d, s),
+		bridgeTasks:     newBridgeTasks(d, s),
 		shipping:        sh,
 		operations:      newOperations(d, sh, rt),
 		insights:        newInsights(d),
@@ -83,6 +86,16 @@ func newRateComparisons(d Deps, s *Server) *ratecomparisons.Service {
 		rd.Runs = worker.TemporalRateComparisons{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger}
 	}
 	return ratecomparisons.New(rd)
+}
+
+// newBridgeTasks builds the bridge tasks Service: BridgeTask runs through
+// Temporal on the bulk task queue.
+func newBridgeTasks(d Deps, s *Server) *bridgetasks.Service {
+	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger}
+	if d.Temporal != nil {
+		bd.Runs = worker.TemporalBridgeTasks{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger}
+	}
+	return bridgetasks.New(bd)
 }
 
 // newOperations builds the operations Service: labels through the shipping

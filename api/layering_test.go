@@ -28,8 +28,8 @@ var layeringAllowlist = map[string][]string{
 	"organizations.go": {storePkg},
 	"respond.go":       {storePkg},
 	"router.go":        {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
-	"task_executions.go": {storePkg, workflowsPkg},
-	"webhooks.go":        {storePkg},
+
+	"webhooks.go": {storePkg},
 }
 
 // layeringForbidden are the packages no handler file imports: handlers
