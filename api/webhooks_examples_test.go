@@ -4,26 +4,22 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fos-dev/fos/internal/vendortest"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
 )
 
-// vendorExample reads a platform's published example (skipped when the
-// vendor notes are not next to the repository).
+// vendorExample reads a platform's published example; the test fails,
+// naming where it looked, when the vendor notes are missing (never a
+// silent skip: vendortest).
 func vendorExample(t *testing.T, typ, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("../../shared/vendors/platforms", typ, "examples", name))
-	if err != nil {
-		t.Skipf("vendor examples not available: %v", err)
-	}
-	return b
+	return vendortest.Example(t, "platforms", typ, name)
 }
 
 // A delivery with storefront_a's published headers and its published
