@@ -25,11 +25,9 @@ var layeringAllowlist = map[string][]string{
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg},
 	"embed.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
-	"organizations.go": {storePkg},
-	"respond.go":       {storePkg},
-	"router.go":        {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
-
-	"webhooks.go": {storePkg},
+	"organizations.go": {storePkg}, "respond.go": {storePkg},
+	"router.go": {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg},
+	"signin.go": {storePkg}, "webhooks.go": {storePkg},
 }
 
 // layeringForbidden are the packages no handler file imports: handlers
