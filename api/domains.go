@@ -2,10 +2,14 @@ package api
 
 import (
 	"github.com/fos-dev/fos/agent"
+	"github.com/fos-dev/fos/bridgetasks"
+	"github.com/fos-dev/fos/carrieraccounts"
 	"github.com/fos-dev/fos/embed"
 	"github.com/fos-dev/fos/insights"
 	"github.com/fos-dev/fos/locations"
 	"github.com/fos-dev/fos/operations"
+	"github.com/fos-dev/fos/orders"
+	"github.com/fos-dev/fos/ratecomparisons"
 	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/shipping"
@@ -16,8 +20,12 @@ import (
 // encode): the business operations live there, shared with the
 // activities, operation execution and the agent's tools.
 type domains struct {
-	shipping   *shipping.Service
-	operations *operations.Service
+	orders          *orders.Service
+	carrierAccounts *carrieraccounts.Service
+	rateComparisons *ratecomparisons.Service
+	bridgeTasks     *bridgetasks.Service
+	shipping        *shipping.Service
+	operations      *operations.Service
 	// insights reads operations from the operations area's tables
 	// (insights.StoreOperations).
 	insights  *insights.Service
@@ -32,6 +40,11 @@ type domains struct {
 // what needs a workflow answers that workflows are unavailable).
 func newDomains(d Deps, s *Server) domains {
 	s.events = worker.AgentEvents(d.Store, d.Temporal, d.TaskQueue, d.LLM, d.Agent, d.Logger)
+	od := orders.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Events: s.events}
+	if d.Temporal != nil {
+		od.Resyncs = worker.TemporalOrders{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
+	}
+	ord := orders.New(od)
 	sd := shipping.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: d.Logger, Hooks: s.orderHooks, Events: s.events,
 		BaseURL: d.BaseURL, RateTimeout: d.RateTimeout}
 	if d.Temporal != nil {
@@ -44,14 +57,49 @@ func newDomains(d Deps, s *Server) domains {
 	ops := newOperations(d, sh, rt)
 	ins := newInsights(d)
 	return domains{
-		shipping:   sh,
-		operations: ops,
-		insights:   ins,
-		routing:    rt,
-		embed:      newEmbed(d, s, sh),
-		agent:      newAgent(d, s, ops, ins, rt),
-		locations:  locations.New(d.Store),
+		orders:          ord,
+		carrierAccounts: newCarrierAccounts(d, s),
+		rateComparisons: newRateComparisons(d, s),
+		bridgeTasks:     newBridgeTasks(d, s),
+		shipping:        sh,
+		operations:      ops,
+		insights:        ins,
+		routing:         rt,
+		embed:           newEmbed(d, s, sh),
+		agent:           newAgent(d, s, ord, ops, ins, rt),
+		locations:       locations.New(d.Store),
 	}
+}
+
+// newCarrierAccounts builds the carrier accounts Service: carrier_a
+// registrations through Temporal, PIN requests under the API's limit.
+func newCarrierAccounts(d Deps, s *Server) *carrieraccounts.Service {
+	cd := carrieraccounts.Deps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Logger: d.Logger,
+		PINLimit: s.limits.carrierPINAccount.check, MaxWrongPINs: s.limits.wrongPINs}
+	if d.Temporal != nil {
+		cd.Registrations = worker.TemporalCarrierAccounts{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: d.Logger}
+	}
+	return carrieraccounts.New(cd)
+}
+
+// newRateComparisons builds the rate comparisons Service: its runs
+// through Temporal on the bulk task queue.
+func newRateComparisons(d Deps, s *Server) *ratecomparisons.Service {
+	rd := ratecomparisons.Deps{Store: d.Store, Logger: d.Logger}
+	if d.Temporal != nil {
+		rd.Runs = worker.TemporalRateComparisons{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger}
+	}
+	return ratecomparisons.New(rd)
+}
+
+// newBridgeTasks builds the bridge tasks Service: BridgeTask runs through
+// Temporal on the bulk task queue.
+func newBridgeTasks(d Deps, s *Server) *bridgetasks.Service {
+	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger}
+	if d.Temporal != nil {
+		bd.Runs = worker.TemporalBridgeTasks{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger, Names: s.orgNames}
+	}
+	return bridgetasks.New(bd)
 }
 
 // newOperations builds the operations Service: labels through the shipping
@@ -109,10 +157,10 @@ func newInsights(d Deps) *insights.Service {
 }
 
 // newAgent builds the agent Service: its tools over the domain services
-// (the operations, insights and routing Services the handlers call), its
-// conversations on Temporal.
-func newAgent(d Deps, s *Server, ops *operations.Service, ins *insights.Service, rt *routing.Service) *agent.Service {
-	ag, err := worker.NewAgentService(worker.AgentDeps{Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Hooks: s.orderHooks,
+// (the orders, operations, insights and routing Services the handlers
+// call), its conversations on Temporal.
+func newAgent(d Deps, s *Server, ord *orders.Service, ops *operations.Service, ins *insights.Service, rt *routing.Service) *agent.Service {
+	ag, err := worker.NewAgentService(worker.AgentDeps{Orders: ord, Store: d.Store, Secrets: d.Secrets, Carriers: d.Carriers, Hooks: s.orderHooks,
 		Logger: d.Logger, BaseURL: d.BaseURL, Temporal: d.Temporal, TaskQueue: d.TaskQueue, Provider: d.LLM, Config: d.Agent,
 		Operations: ops, Performance: ins, Dispatchers: rt})
 	if err != nil {

@@ -23,13 +23,11 @@ const (
 var layeringAllowlist = map[string][]string{
 	"agent.go":        {storePkg}, // the agent Service answers store rows (to move to agent types)
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
-	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg}, "carrier_accounts.go": {storePkg, workflowsPkg},
+	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg},
 	"embed.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
-	"orders.go": {storePkg}, "organizations.go": {storePkg},
-	"rate_comparisons.go": {storePkg, workflowsPkg}, "respond.go": {storePkg}, "resync.go": {storePkg, workflowsPkg},
-	"router.go": {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg}, "signin.go": {storePkg},
-	"task_executions.go": {storePkg, workflowsPkg},
-	"webhooks.go":        {storePkg},
+	"organizations.go": {storePkg}, "respond.go": {storePkg},
+	"router.go": {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg},
+	"signin.go": {storePkg}, "webhooks.go": {storePkg},
 }
 
 // layeringForbidden are the packages no handler file imports: handlers

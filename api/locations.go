@@ -80,10 +80,22 @@ var locationBodyFields = []string{"name", "street", "city", "province", "zip", "
 
 // decodeLocation reads a create (every field) or update (the fields sent:
 // null or "" clears one, name cannot be) body; the domain checks values.
+// The rates' Address names are accepted too (locations.Aliases).
 func decodeLocation(r *http.Request, create bool) (locations.Input, error) {
 	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
 		return locations.Input{}, err
+	}
+	for field, aliases := range locations.Aliases {
+		if _, sent := body[field]; sent {
+			continue
+		}
+		for _, a := range aliases {
+			if val, ok := body[a]; ok {
+				body[field] = val
+				break
+			}
+		}
 	}
 	v := &validator{}
 	f := bodyFields{v: v, m: body}

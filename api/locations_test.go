@@ -161,3 +161,25 @@ func TestLocationsOtherOrganizationAndScopes(t *testing.T) {
 	require.Equal(t, 201, e.do(writeOnly, "POST", "/api/v1/locations", map[string]any{"name": "k"}).Code)
 	require.Equal(t, 200, e.do(readOnly, "GET", "/api/v1/locations", nil).Code)
 }
+
+// A location takes the rates' Address shape as it is (address1,
+// provinceCode, zip, countryCode) and the usual aliases; a field sent
+// under its own name wins.
+func TestLocationsAcceptTheRatesAddressShape(t *testing.T) {
+	e := newEnv(t)
+	owner := e.signup()
+	res := e.do(owner.caller, "POST", "/api/v1/locations", map[string]any{
+		"name": "Rates shape", "address1": "1 Dock Rd", "city": "Memphis", "provinceCode": "TN", "zip": "38118", "countryCode": "US",
+	})
+	require.Equal(t, 201, res.Code, "%s", res.Raw)
+	loc := res.data()
+	require.Equal(t, "1 Dock Rd", loc["street"])
+	require.Equal(t, "TN", loc["province"])
+	require.Equal(t, "US", loc["country"])
+	id := loc["id"].(string)
+
+	res = e.do(owner.caller, "PATCH", "/api/v1/locations/"+id, map[string]any{"postal_code": "38119", "state": "MS", "province": "AR"})
+	require.Equal(t, 200, res.Code, "%s", res.Raw)
+	require.Equal(t, "38119", res.data()["zip"])
+	require.Equal(t, "AR", res.data()["province"], "the field's own name wins over an alias")
+}

@@ -1,22 +1,16 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"math"
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/fos-dev/fos/auth"
+	"github.com/fos-dev/fos/orders"
 	"github.com/fos-dev/fos/rules"
-	"github.com/fos-dev/fos/store"
 )
 
 // mountOrders registers the order endpoints (spec Part 1, Orders), except
@@ -34,18 +28,6 @@ func (s *Server) mountOrders(r chi.Router) {
 	write.Post("/orders/{id}/notes", s.h(s.addOrderNote))
 }
 
-// Bounds the specification leaves open.
-const (
-	orderMaxLineItems = 1000
-	orderMaxTags      = 100
-	orderMaxTagLen    = 100
-	orderMaxNoteLen   = 5000
-	orderMaxSearchLen = 200
-	orderMaxQuantity  = 1_000_000
-	// orderMaxMoney keeps totals.total inside the numeric(14,2) column.
-	orderMaxMoney = 999_999_999_999.99
-)
-
 // orderDetailJSON is GET /orders/{id} and the PATCH response: the full
 // order, the sync timestamps and, with include, the related objects.
 type orderDetailJSON struct {
@@ -55,7 +37,7 @@ type orderDetailJSON struct {
 	DispatchAssignments json.RawMessage `json:"dispatchAssignments,omitempty"`
 }
 
-func toOrderDetailJSON(o store.Order) orderDetailJSON {
+func toOrderDetailJSON(o orders.Order) orderDetailJSON {
 	return orderDetailJSON{OrderDetailJSON: rules.OrderDetailJSONOf(o)}
 }
 
@@ -109,7 +91,7 @@ type orderActivityJSON struct {
 	CreatedAt   time.Time      `json:"created_at"`
 }
 
-func toOrderActivityJSON(a store.OrderActivity) orderActivityJSON {
+func toOrderActivityJSON(a orders.Activity) orderActivityJSON {
 	md := a.Metadata
 	if md == nil {
 		md = map[string]any{}
@@ -121,20 +103,6 @@ func toOrderActivityJSON(a store.OrderActivity) orderActivityJSON {
 	}
 }
 
-// orderActor attributes a change to the caller: a user or an API key.
-func orderActor(p *auth.Principal) store.OrderActor {
-	id := p.ActorID().String()
-	a := store.OrderActor{Type: store.ActorUser, ID: &id}
-	if p.IsAPIKey() {
-		a.Type = store.ActorAPIKey
-	}
-	if p.Name != "" {
-		name := p.Name
-		a.Name = &name
-	}
-	return a
-}
-
 // --- create ---
 
 func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
@@ -142,115 +110,18 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	o, err := parseCreateOrder(body)
+	in, err := parseCreateOrder(body)
 	if err != nil {
 		return err
 	}
-	p := mustPrincipal(r)
-	o.ID = uuid.New()
-	o.OrganizationID = p.OrganizationID
-	// The bridge check and the insert are one statement, sent with the
-	// question whether any split rule or dispatcher applies (one round
-	// trip; most orders meet none, and the hooks then cost nothing more).
-	created, split, dispatch, err := store.CreateOrderProbe(r.Context(), s.store.Pool, o, rules.TriggerOrderCreated)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return errValidation(FieldError{Field: "bridge_id", Message: "must be a bridge of this organization"})
-	case errors.Is(err, store.ErrConflict):
-		// Name the order that holds the external id, so a client can use it.
-		conflict := errConflict("the bridge already has an order with this external_id")
-		if o.BridgeID != nil {
-			if id, err := store.OrderIDByExternalID(r.Context(), s.store.Pool, p.OrganizationID, *o.BridgeID, o.ExternalID); err == nil {
-				conflict.Details = []FieldError{{Field: "external_id", Message: "already used by order " + id.String()}}
-			}
-		}
-		return conflict
-	case err != nil:
+	created, err := s.orders.Create(r.Context(), actorOf(r), in)
+	if err != nil {
 		return err
 	}
-
-	// Split rules and dispatchers are evaluated here. The order is
-	// committed, so a failing hook is logged and never turns the create into
-	// an error, and a client that hangs up does not cancel it.
-	hctx := rules.WithRulesKnown(context.WithoutCancel(r.Context()), split, dispatch)
-	if err := s.orderHooks.OrderCreated(hctx, p.OrganizationID, created.ID); err != nil {
-		s.log.ErrorContext(r.Context(), "order created hook", append(logAttrs(r), "order_id", created.ID, "error", err)...)
-	}
-	rules.Notify(hctx, s.events, p.OrganizationID, rules.EventOrderCreated, []uuid.UUID{created.ID})
-
 	// The create answer is the specification's list plus shippingAddress,
 	// billingAddress, note and sourceData (rules.OrderJSON).
 	writeData(w, http.StatusCreated, rules.OrderJSONOf(created))
 	return nil
-}
-
-// parseCreateOrder validates a create body, naming every problem at once.
-func parseCreateOrder(body map[string]any) (store.Order, error) {
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	var o store.Order
-	if id := f.str("bridge_id", true, 100); id != nil {
-		if u, err := uuid.Parse(*id); err != nil {
-			v.add("bridge_id", "must be a UUID")
-		} else {
-			o.BridgeID = &u
-		}
-	}
-	if ext := f.str("external_id", true, 255); ext != nil {
-		o.ExternalID = *ext
-	}
-	o.OrderNumber = f.str("order_number", false, 255)
-	o.Status = f.enum("status", true, "", store.OrderStatuses)
-	o.PaymentStatus = f.enum("payment_status", false, "pending", store.PaymentStatuses)
-	o.FulfillmentStatus = f.enum("fulfillment_status", false, "unfulfilled", store.FulfillmentStatuses)
-	if c, ok := f.object("customer", true); ok {
-		if email := c.str("email", true, 254); email != nil && v.email("customer.email", *email) {
-			o.CustomerEmail = *email
-			c.m["email"] = *email
-		}
-		first, last := c.str("firstName", false, 100), c.str("lastName", false, 100)
-		c.str("phone", false, 50)
-		// Every customer field is present in responses, null when not given.
-		for _, k := range []string{"firstName", "lastName", "phone"} {
-			if _, ok := c.m[k]; !ok {
-				c.m[k] = nil
-			}
-		}
-		o.CustomerName = strings.TrimSpace(deref(first) + " " + deref(last))
-		o.Customer = orderJSONOf(c.m)
-	}
-	o.ShippingAddress = f.rawObject("shipping_address", false)
-	o.BillingAddress = f.rawObject("billing_address", false)
-	o.LineItems = f.lineItems("line_items")
-	if t, ok := f.object("totals", true); ok {
-		for _, k := range []string{"subtotal", "shipping", "tax", "discount", "total"} {
-			if n := t.money(k); n != nil && k == "total" {
-				o.Total = *n
-			}
-		}
-		o.Totals = orderJSONOf(t.m)
-	}
-	o.Currency = "USD"
-	if c := f.str("currency", false, 16); c != nil {
-		if !isCurrencyCode(*c) {
-			v.add("currency", "must be an ISO 4217 code (3 uppercase letters)")
-		}
-		o.Currency = *c
-	}
-	o.Tags = f.tags("tags")
-	o.Note = f.str("note", false, orderMaxNoteLen)
-	o.Metadata = f.rawObject("metadata", false)
-	o.SourceData = f.rawObject("source_data", false)
-	if at := f.str("ordered_at", false, 64); at != nil {
-		t, ok := parseOrderTime(*at)
-		if !ok {
-			v.add("ordered_at", "must be an ISO 8601 timestamp")
-		} else if t.Year() < 1970 || t.Year() > 9999 {
-			v.add("ordered_at", "must be between 1970 and 9999")
-		}
-		o.OrderedAt = t
-	}
-	return o, v.err()
 }
 
 // --- list ---
@@ -261,11 +132,11 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	var details fieldErrors
 	page, err := parsePage(r, 20, 100)
 	details.collect(err)
-	sort, err := parseSort(r, store.OrderSortColumns, "created_at", true)
+	sort, err := parseSort(r, orders.SortColumns, "created_at", true)
 	details.collect(err)
 	// The specification's status list names five values; all eight order
 	// states are accepted, which is a superset and harmless.
-	status, err := queryEnum(r, "status", store.OrderStatuses...)
+	status, err := queryEnum(r, "status", orders.Statuses...)
 	details.collect(err)
 	bridgeID, err := queryUUID(r, "bridge_id")
 	details.collect(err)
@@ -273,68 +144,48 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	details.collect(err)
 	inc, err := parseOrderInclude(r)
 	details.collect(err)
-	search := strings.TrimSpace(r.URL.Query().Get("search"))
-	if utf8.RuneCountInString(search) > orderMaxSearchLen {
-		details = append(details, FieldError{Field: "search", Message: fmt.Sprintf("must be at most %d characters", orderMaxSearchLen)})
-	}
 	// external_id (extension): the orders with this platform id, exactly.
-	externalID := strings.TrimSpace(r.URL.Query().Get("external_id"))
-	if utf8.RuneCountInString(externalID) > 255 {
-		details = append(details, FieldError{Field: "external_id", Message: "must be at most 255 characters"})
-	}
+	in := orders.ListInput{Sort: sort.Column, Desc: sort.Desc, Limit: page.Limit, Offset: page.Offset(), IncludeBridges: inc.bridge,
+		Filter: orders.Filter{Status: status, BridgeID: bridgeID, Since: since,
+			Search: strings.TrimSpace(r.URL.Query().Get("search")), ExternalID: strings.TrimSpace(r.URL.Query().Get("external_id"))}}
+	details.collect(in.Validate().Err())
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-
-	orgID := mustPrincipal(r).OrganizationID
-	items, total, err := store.ListOrders(r.Context(), s.store.Pool, orgID, store.OrderListParams{
-		Filter: store.OrderFilter{Status: status, BridgeID: bridgeID, Search: search, Since: since, ExternalID: externalID},
-		Sort:   sort.Column, Desc: sort.Desc, Limit: page.Limit, Offset: page.Offset(),
-	})
+	res, err := s.orders.List(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
-	var bridges map[uuid.UUID]store.OrderBridge
-	if inc.bridge {
-		// All bridges of the page in one query.
-		ids := make([]uuid.UUID, 0, len(items))
-		seen := map[uuid.UUID]bool{}
-		for _, it := range items {
-			if it.BridgeID != nil && !seen[*it.BridgeID] {
-				seen[*it.BridgeID] = true
-				ids = append(ids, *it.BridgeID)
-			}
-		}
-		if bridges, err = store.OrderBridges(r.Context(), s.store.Pool, orgID, ids); err != nil {
-			return err
-		}
-	}
-	orderIDs := make([]uuid.UUID, len(items))
-	for i, it := range items {
+	orderIDs := make([]uuid.UUID, len(res.Items))
+	for i, it := range res.Items {
 		orderIDs[i] = it.ID
 	}
 	assigned, err := s.pageAssignments(r, inc.dispatchAssignments, orderIDs)
 	if err != nil {
 		return err
 	}
-	out := make([]orderListItemJSON, 0, len(items))
-	for _, it := range items {
-		j := orderListItemJSON{
-			ID: it.ID, OrderNumber: it.OrderNumber, Status: it.Status,
-			Customer:  orderListCustomerJSON{Name: orderNullable(it.CustomerName), Email: it.CustomerEmail},
-			LineItems: it.LineItems, Total: it.Total, Currency: it.Currency, BridgeID: it.BridgeID, ExternalID: it.ExternalID,
-			SentToFulfillment: it.SentToFulfillment, SentToCart: it.SentToCart, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt,
-		}
+	out := make([]orderListItemJSON, 0, len(res.Items))
+	for _, it := range res.Items {
+		j := toOrderListItemJSON(it)
 		if inc.bridge {
-			j.Bridge = orderBridgeOf(bridges, it.BridgeID)
+			j.Bridge = orderBridgeOf(res.Bridges, it.BridgeID)
 		}
 		if inc.dispatchAssignments {
 			j.DispatchAssignments = assignmentsOf(assigned, it.ID)
 		}
 		out = append(out, j)
 	}
-	writeList(w, out, page, total)
+	writeList(w, out, page, res.Total)
 	return nil
+}
+
+func toOrderListItemJSON(it orders.ListItem) orderListItemJSON {
+	return orderListItemJSON{
+		ID: it.ID, OrderNumber: it.OrderNumber, Status: it.Status,
+		Customer:  orderListCustomerJSON{Name: orderNullable(it.CustomerName), Email: it.CustomerEmail},
+		LineItems: it.LineItems, Total: it.Total, Currency: it.Currency, BridgeID: it.BridgeID, ExternalID: it.ExternalID,
+		SentToFulfillment: it.SentToFulfillment, SentToCart: it.SentToCart, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt,
+	}
 }
 
 // orderInclude is the include query parameter.
@@ -361,7 +212,7 @@ func parseOrderInclude(r *http.Request) (orderInclude, error) {
 }
 
 // orderBridgeOf is the included bridge, or null.
-func orderBridgeOf(bridges map[uuid.UUID]store.OrderBridge, id *uuid.UUID) json.RawMessage {
+func orderBridgeOf(bridges map[uuid.UUID]orders.Bridge, id *uuid.UUID) json.RawMessage {
 	if id == nil {
 		return json.RawMessage(`null`)
 	}
@@ -383,22 +234,20 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	orgID := mustPrincipal(r).OrganizationID
-	o, err := store.OrderByID(r.Context(), s.store.Pool, orgID, id)
+	o, err := s.orders.Get(r.Context(), actorOf(r), id)
 	if err != nil {
-		return notFoundAs(err, "order")
+		return err
 	}
 	out := toOrderDetailJSON(o)
 	if inc.bridge {
-		var ids []uuid.UUID
-		if o.BridgeID != nil {
-			ids = []uuid.UUID{*o.BridgeID}
-		}
-		bridges, err := store.OrderBridges(r.Context(), s.store.Pool, orgID, ids)
+		b, err := s.orders.Bridge(r.Context(), actorOf(r), o)
 		if err != nil {
 			return err
 		}
-		out.Bridge = orderBridgeOf(bridges, o.BridgeID)
+		out.Bridge = json.RawMessage(`null`)
+		if b != nil {
+			out.Bridge = orderBridgeOf(map[uuid.UUID]orders.Bridge{b.ID: *b}, &b.ID)
+		}
 	}
 	if inc.dispatchAssignments {
 		as, err := s.pageAssignments(r, true, []uuid.UUID{o.ID})
@@ -412,10 +261,8 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 }
 
 // updateOrder applies status, shipping_address, notes, metadata, tags and
-// line_items. The specification leaves order status moves open: any state
-// may move to any other (nothing is refused). Line items cannot change once
-// the order is shipped or delivered (409). metadata is merged one level
-// deep (keys overwrite, null removes a key); tags and line_items replace;
+// line_items (orders.Service.Update). metadata is merged one level deep
+// (keys overwrite, null removes a key); tags and line_items replace;
 // shipping_address and notes accept null to clear.
 func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id", "order")
@@ -430,58 +277,12 @@ func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := mustPrincipal(r)
-	o, err := store.PatchOrder(r.Context(), s.store, p.OrganizationID, id, patch, orderActor(p))
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return errNotFound("order")
-	case errors.Is(err, store.ErrOrderLineItemsLocked):
-		return errConflict("line items cannot change once an order is shipped or delivered")
-	case err != nil:
+	o, err := s.orders.Update(r.Context(), actorOf(r), id, patch)
+	if err != nil {
 		return err
 	}
-	rules.OrderEvent(r.Context(), s.orderHooks, p.OrganizationID, id, rules.TriggerOrderUpdated)
-	rules.Notify(r.Context(), s.events, p.OrganizationID, rules.EventOrderUpdated, []uuid.UUID{id})
 	writeData(w, http.StatusOK, toOrderDetailJSON(o))
 	return nil
-}
-
-// parseOrderPatch validates an update body; absent fields stay as they are.
-func parseOrderPatch(body map[string]any) (store.OrderPatch, error) {
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	var p store.OrderPatch
-	if _, ok := body["status"]; ok {
-		st := f.enum("status", true, "", store.OrderStatuses)
-		p.Status = &st
-	}
-	if raw, ok := body["shipping_address"]; ok {
-		if raw == nil {
-			p.ShippingAddress = json.RawMessage(`null`)
-		} else {
-			p.ShippingAddress = f.rawObject("shipping_address", true)
-		}
-	}
-	if _, ok := body["notes"]; ok {
-		note := f.str("notes", false, orderMaxNoteLen) // null or "" clears
-		p.Note = &note
-	}
-	if _, ok := body["metadata"]; ok {
-		if m, ok := f.object("metadata", true); ok {
-			p.Metadata = m.m
-		}
-	}
-	if _, ok := body["tags"]; ok {
-		if body["tags"] == nil {
-			v.add("tags", "must be an array of strings")
-		} else {
-			p.Tags = f.tags("tags")
-		}
-	}
-	if _, ok := body["line_items"]; ok {
-		p.LineItems = f.lineItems("line_items")
-	}
-	return p, v.err()
 }
 
 func (s *Server) deleteOrder(w http.ResponseWriter, r *http.Request) error {
@@ -489,9 +290,8 @@ func (s *Server) deleteOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	err = store.DeleteOrder(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return notFoundAs(err, "order")
+	if err := s.orders.Delete(r.Context(), actorOf(r), id); err != nil {
+		return err
 	}
 	writeSuccess(w)
 	return nil
@@ -504,15 +304,11 @@ func (s *Server) listOrderActivities(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	acts, err := store.OrderActivities(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
+	acts, err := s.orders.Activities(r.Context(), actorOf(r), id)
 	if err != nil {
-		return notFoundAs(err, "order")
+		return err
 	}
-	out := make([]orderActivityJSON, 0, len(acts))
-	for _, a := range acts {
-		out = append(out, toOrderActivityJSON(a))
-	}
-	writeData(w, http.StatusOK, out)
+	writeData(w, http.StatusOK, mapSlice(acts, toOrderActivityJSON))
 	return nil
 }
 
@@ -529,211 +325,13 @@ func (s *Server) addOrderNote(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	var v validator
-	if v.required("note", req.Note) {
-		v.length("note", strings.TrimSpace(*req.Note), 1, orderMaxNoteLen)
-	}
-	if err := v.err(); err != nil {
-		return err
-	}
-	p := mustPrincipal(r)
-	actor := orderActor(p)
-	a, err := store.InsertOrderActivity(r.Context(), s.store.Pool, store.OrderActivity{
-		OrganizationID: p.OrganizationID, OrderID: id, Type: store.ActivityNote,
-		Description: strings.TrimSpace(*req.Note),
-		ActorType:   actor.Type, ActorID: actor.ID, ActorName: actor.Name,
-	})
+	a, err := s.orders.AddNote(r.Context(), actorOf(r), id, deref(req.Note))
 	if err != nil {
-		return notFoundAs(err, "order")
+		return err
 	}
 	j := toOrderActivityJSON(a)
 	writeData(w, http.StatusCreated, map[string]any{
 		"id": j.ID, "type": j.Type, "description": j.Description, "actor": j.Actor, "created_at": j.CreatedAt,
 	})
 	return nil
-}
-
-// --- body validation ---
-
-// orderNumber is a JSON number as float64.
-func orderNumber(raw any) (float64, bool) {
-	n, ok := raw.(json.Number)
-	if !ok {
-		return 0, false
-	}
-	f, err := n.Float64()
-	return f, err == nil && !math.IsInf(f, 0)
-}
-
-// enum is one of allowed, or def when absent and optional.
-func (f bodyFields) enum(key string, required bool, def string, allowed []string) string {
-	raw, ok := f.get(key, required)
-	if !ok {
-		return def
-	}
-	s, isStr := raw.(string)
-	if !isStr {
-		f.v.add(f.name(key), "must be one of "+strings.Join(allowed, ", "))
-		return def
-	}
-	f.v.oneOf(f.name(key), s, allowed...)
-	return s
-}
-
-// money is a required number from 0 to orderMaxMoney.
-func (f bodyFields) money(key string) *float64 {
-	raw, ok := f.get(key, true)
-	if !ok {
-		return nil
-	}
-	n, isNum := orderNumber(raw)
-	switch {
-	case !isNum:
-		f.v.add(f.name(key), "must be a number")
-	case n < 0:
-		f.v.add(f.name(key), "must be at least 0")
-	case n > orderMaxMoney:
-		f.v.add(f.name(key), fmt.Sprintf("must be at most %.2f", orderMaxMoney))
-	default:
-		return &n
-	}
-	return nil
-}
-
-// quantity is a required positive integer.
-func (f bodyFields) quantity(key string) {
-	raw, ok := f.get(key, true)
-	if !ok {
-		return
-	}
-	n, isNum := orderNumber(raw)
-	if !isNum || n < 1 || n != math.Trunc(n) || n > orderMaxQuantity {
-		f.v.add(f.name(key), fmt.Sprintf("must be a positive integer (at most %d)", orderMaxQuantity))
-	}
-}
-
-// boolean is a required true or false.
-func (f bodyFields) requiredBool(key string) {
-	raw, ok := f.get(key, true)
-	if !ok {
-		return
-	}
-	if _, isBool := raw.(bool); !isBool {
-		f.v.add(f.name(key), "must be a boolean")
-	}
-}
-
-// rawObject is an object kept as JSON; nil when absent.
-func (f bodyFields) rawObject(key string, required bool) json.RawMessage {
-	o, ok := f.object(key, required)
-	if !ok {
-		return nil
-	}
-	return orderJSONOf(o.m)
-}
-
-// tags is an optional array of 1-100 character strings.
-func (f bodyFields) tags(key string) []string {
-	raw, ok := f.get(key, false)
-	if !ok {
-		return nil
-	}
-	arr, isArr := raw.([]any)
-	if !isArr {
-		f.v.add(f.name(key), "must be an array of strings")
-		return nil
-	}
-	if len(arr) > orderMaxTags {
-		f.v.add(f.name(key), fmt.Sprintf("must have at most %d tags", orderMaxTags))
-		return nil
-	}
-	out := make([]string, 0, len(arr))
-	for i, it := range arr {
-		name := fmt.Sprintf("%s[%d]", f.name(key), i)
-		s, isStr := it.(string)
-		s = strings.TrimSpace(s)
-		switch {
-		case !isStr:
-			f.v.add(name, "must be a string")
-		case s == "" || utf8.RuneCountInString(s) > orderMaxTagLen:
-			f.v.add(name, fmt.Sprintf("must be 1-%d characters", orderMaxTagLen))
-		default:
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// lineItems is the required, non-empty array of line items, kept as JSON.
-func (f bodyFields) lineItems(key string) json.RawMessage {
-	raw, ok := f.get(key, true)
-	if !ok {
-		return nil
-	}
-	arr, isArr := raw.([]any)
-	switch {
-	case !isArr:
-		f.v.add(f.name(key), "must be an array")
-		return nil
-	case len(arr) == 0:
-		f.v.add(f.name(key), "must contain at least one line item")
-		return nil
-	case len(arr) > orderMaxLineItems:
-		f.v.add(f.name(key), fmt.Sprintf("must contain at most %d line items", orderMaxLineItems))
-		return nil
-	}
-	for i, it := range arr {
-		path := fmt.Sprintf("%s[%d]", f.name(key), i)
-		m, isObj := it.(map[string]any)
-		if !isObj {
-			f.v.add(path, "must be an object")
-			continue
-		}
-		li := bodyFields{v: f.v, path: path, m: m}
-		li.str("sku", true, 255)
-		li.str("name", true, 500)
-		li.quantity("quantity")
-		li.money("unitPrice")
-		li.money("totalPrice")
-		li.requiredBool("requiresShipping")
-		li.requiredBool("taxable")
-	}
-	return orderJSONOf(arr)
-}
-
-func isCurrencyCode(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
-}
-
-// parseOrderTime reads an ISO 8601 timestamp (a date or a time without a
-// zone is UTC).
-func parseOrderTime(s string) (time.Time, bool) {
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// orderJSONOf encodes a value decoded from JSON (it cannot fail).
-func orderJSONOf(v any) json.RawMessage {
-	raw, _ := json.Marshal(v)
-	return raw
-}
-
-// orderNullable is nil for "", so an empty value is written as null.
-func orderNullable(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

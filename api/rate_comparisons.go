@@ -83,8 +83,6 @@ package api
 //     (case-insensitive); zone and serviceType match exactly.
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -93,23 +91,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 
-	"github.com/fos-dev/fos/carriers"
-	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/worker"
-	"github.com/fos-dev/fos/workflows"
-)
-
-// Bounds the specification leaves open.
-const (
-	rateComparisonMaxNetCost    = 1_000_000
-	rateComparisonMaxServiceLen = 100
-	rateComparisonMaxFilterLen  = 100
-	// rateComparisonMaxDetails caps the field errors of one response (a
-	// 10,000-item upload could name 10,000 problems).
-	rateComparisonMaxDetails = 100
+	"github.com/fos-dev/fos/ratecomparisons"
 )
 
 // mountRateComparisons registers the rate comparison endpoints.
@@ -153,7 +136,7 @@ type rateComparisonJSON struct {
 	UpdatedAt        time.Time  `json:"updatedAt"`
 }
 
-func toRateComparisonJSON(c store.RateComparison) rateComparisonJSON {
+func toRateComparisonJSON(c ratecomparisons.Comparison) rateComparisonJSON {
 	progress := 100.0
 	if c.TotalItems > 0 {
 		progress = math.Round(float64(c.TotalItems-c.PendingItems)/float64(c.TotalItems)*10000) / 100
@@ -213,7 +196,7 @@ func rateComparisonPlace(city, state, zip, country *string) *rateComparisonPlace
 	return &rateComparisonPlaceJSON{City: city, State: state, Zip: zip, Country: country}
 }
 
-func toRateComparisonItemJSON(it store.RateComparisonItem) rateComparisonItemJSON {
+func toRateComparisonItemJSON(it ratecomparisons.Item) rateComparisonItemJSON {
 	out := rateComparisonItemJSON{
 		ID: it.ID, ComparisonID: it.ComparisonID, Position: it.Seq, TrackingNumber: it.TrackingNumber, Status: it.Status,
 		NetCost: it.NetCost, ServiceType: it.ServiceType, ServiceLevel: it.ServiceLevel,
@@ -231,11 +214,11 @@ func toRateComparisonItemJSON(it store.RateComparisonItem) rateComparisonItemJSO
 
 // rateComparisonSummaryJSON is the summary.
 type rateComparisonSummaryJSON struct {
-	ComparisonID uuid.UUID                  `json:"comparisonId"`
-	Status       string                     `json:"status"`
-	Totals       store.RateSummaryTotals    `json:"totals"`
-	ByZone       []store.RateSummaryZone    `json:"byZone"`
-	ByService    []store.RateSummaryService `json:"byService"`
+	ComparisonID uuid.UUID                        `json:"comparisonId"`
+	Status       string                           `json:"status"`
+	Totals       ratecomparisons.SummaryTotals    `json:"totals"`
+	ByZone       []ratecomparisons.SummaryZone    `json:"byZone"`
+	ByService    []ratecomparisons.SummaryService `json:"byService"`
 }
 
 // --- create ---
@@ -258,108 +241,19 @@ func (s *Server) createRateComparison(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	name := strings.TrimSpace(deref(body.Name))
-	if v.required("name", body.Name) {
-		v.length("name", name, 1, 255)
-	}
-	var accountID uuid.UUID
-	if v.required("carrierAccountId", body.CarrierAccountID) {
-		id, err := uuid.Parse(strings.TrimSpace(*body.CarrierAccountID))
-		if err != nil {
-			v.add("carrierAccountId", "must be a UUID")
+	in := ratecomparisons.CreateInput{Name: body.Name, CarrierAccountID: body.CarrierAccountID, SourceCarrier: body.SourceCarrier}
+	if body.Items != nil {
+		in.Items = make([]ratecomparisons.NewItem, len(body.Items))
+		for i, it := range body.Items {
+			in.Items[i] = ratecomparisons.NewItem{TrackingNumber: it.TrackingNumber, NetCost: it.NetCost, ServiceType: it.ServiceType}
 		}
-		accountID = id
 	}
-	if v.required("sourceCarrier", body.SourceCarrier) {
-		v.oneOf("sourceCarrier", *body.SourceCarrier, carriers.CarrierA, carriers.CarrierB)
-	}
-	items := parseRateComparisonItems(&v, body.Items)
-	if err := v.err(); err != nil {
-		return err
-	}
-
-	p := mustPrincipal(r)
-	acct, err := store.CarrierAccountByID(r.Context(), s.store.Pool, p.OrganizationID, accountID)
-	if err != nil {
-		return notFoundAs(err, "carrier account")
-	}
-	if acct.Status != store.CarrierAccountActive || !acct.SupportsRating {
-		return errValidation(FieldError{Field: "carrierAccountId", Message: "must be an active carrier account that supports rating"})
-	}
-
-	c, err := store.CreateRateComparison(r.Context(), s.store.Pool, store.RateComparison{
-		ID: uuid.New(), OrganizationID: p.OrganizationID, Name: name, CarrierAccountID: &acct.ID, Carrier: acct.Carrier,
-		SourceCarrier: *body.SourceCarrier,
-	}, items)
-	if errors.Is(err, store.ErrConflict) {
-		// Duplicates were refused above; only a race with another spelling
-		// of the same number reaches this.
-		return errValidation(FieldError{Field: "items", Message: "contains the same tracking number twice"})
-	}
+	c, err := s.rateComparisons.Create(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
 	writeData(w, http.StatusCreated, toRateComparisonJSON(c))
 	return nil
-}
-
-// parseRateComparisonItems validates the items, naming at most
-// rateComparisonMaxDetails problems (and how many more there are).
-func parseRateComparisonItems(v *validator, body []rateComparisonItemBody) []store.NewRateComparisonItem {
-	switch {
-	case body == nil:
-		v.add("items", "is required")
-		return nil
-	case len(body) < 1 || len(body) > store.RateComparisonMaxItems:
-		v.add("items", fmt.Sprintf("must have 1-%d items", store.RateComparisonMaxItems))
-		return nil
-	}
-	var details []FieldError
-	add := func(field, msg string) { details = append(details, FieldError{Field: field, Message: msg}) }
-	out := make([]store.NewRateComparisonItem, len(body))
-	seen := make(map[string]int, len(body))
-	for i, it := range body {
-		field := fmt.Sprintf("items[%d]", i)
-		number := strings.TrimSpace(deref(it.TrackingNumber))
-		switch n := len([]rune(number)); {
-		case n == 0:
-			add(field+".trackingNumber", "is required")
-		case n > 100:
-			add(field+".trackingNumber", "must be 1-100 characters")
-		default:
-			key := strings.ToUpper(number)
-			if j, dup := seen[key]; dup {
-				add(field+".trackingNumber", fmt.Sprintf("duplicates items[%d].trackingNumber", j))
-			} else {
-				seen[key] = i
-			}
-		}
-		out[i].TrackingNumber = number
-		if it.NetCost != nil {
-			c := *it.NetCost
-			if math.IsNaN(c) || c < 0 || c > rateComparisonMaxNetCost {
-				add(field+".netCost", fmt.Sprintf("must be a number from 0 to %d", rateComparisonMaxNetCost))
-			}
-			c = math.Round(c*100) / 100
-			out[i].NetCost = &c
-		}
-		if it.ServiceType != nil {
-			svc := strings.TrimSpace(*it.ServiceType)
-			if len([]rune(svc)) > rateComparisonMaxServiceLen {
-				add(field+".serviceType", fmt.Sprintf("must be at most %d characters", rateComparisonMaxServiceLen))
-			}
-			if svc != "" {
-				out[i].ServiceType = &svc
-			}
-		}
-	}
-	if len(details) > rateComparisonMaxDetails {
-		more := len(details) - rateComparisonMaxDetails
-		details = append(details[:rateComparisonMaxDetails], FieldError{Field: "items", Message: fmt.Sprintf("has %d more problems", more)})
-	}
-	v.details = append(v.details, details...)
-	return out
 }
 
 // --- read ---
@@ -369,30 +263,24 @@ func (s *Server) listRateComparisons(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	status, err := queryEnum(r, "status", store.RateComparisonStatuses...)
+	status, err := queryEnum(r, "status", ratecomparisons.Statuses...)
 	if err != nil {
 		return err
 	}
-	list, total, err := store.ListRateComparisons(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID,
-		store.RateComparisonFilter{Status: status, Limit: page.Limit, Offset: page.Offset()})
+	res, err := s.rateComparisons.List(r.Context(), actorOf(r), status, page.Limit, page.Offset())
 	if err != nil {
 		return err
 	}
-	out := make([]rateComparisonJSON, 0, len(list))
-	for _, c := range list {
-		out = append(out, toRateComparisonJSON(c))
-	}
-	writeList(w, out, page, total)
+	writeList(w, mapSlice(res.Items, toRateComparisonJSON), page, res.Total)
 	return nil
 }
 
-// rateComparisonFromPath loads the organization's comparison named by {id}.
-func (s *Server) rateComparisonFromPath(r *http.Request) (store.RateComparison, error) {
-	return loadByID(s, r, "rate comparison", store.RateComparisonByID)
-}
-
 func (s *Server) getRateComparison(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.rateComparisonFromPath(r)
+	id, err := pathID(r, "id", "rate comparison")
+	if err != nil {
+		return err
+	}
+	c, err := s.rateComparisons.Get(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -401,45 +289,45 @@ func (s *Server) getRateComparison(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) listRateComparisonItems(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.rateComparisonFromPath(r)
+	id, err := pathID(r, "id", "rate comparison")
 	if err != nil {
+		return err
+	}
+	// The comparison is found before the parameters are checked.
+	if _, err := s.rateComparisons.Get(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	var details fieldErrors
 	page, err := parsePage(r, 50, 100)
 	details.collect(err)
-	status, err := queryEnum(r, "status", store.RateComparisonItemStatuses...)
+	status, err := queryEnum(r, "status", ratecomparisons.ItemStatuses...)
 	details.collect(err)
 	q := r.URL.Query()
 	for _, k := range []string{"zone", "serviceType", "search"} {
-		if len([]rune(q.Get(k))) > rateComparisonMaxFilterLen {
-			details = append(details, FieldError{Field: k, Message: fmt.Sprintf("must be at most %d characters", rateComparisonMaxFilterLen)})
+		if len([]rune(q.Get(k))) > ratecomparisons.MaxFilterLen {
+			details = append(details, FieldError{Field: k, Message: fmt.Sprintf("must be at most %d characters", ratecomparisons.MaxFilterLen)})
 		}
 	}
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	items, total, err := store.ListRateComparisonItems(r.Context(), s.store.Pool, c.OrganizationID, c.ID, store.RateComparisonItemFilter{
+	res, err := s.rateComparisons.Items(r.Context(), actorOf(r), id, ratecomparisons.ItemFilter{
 		Status: status, Zone: strings.TrimSpace(q.Get("zone")), ServiceType: strings.TrimSpace(q.Get("serviceType")),
 		Search: strings.TrimSpace(q.Get("search")), Limit: page.Limit, Offset: page.Offset(),
 	})
 	if err != nil {
 		return err
 	}
-	out := make([]rateComparisonItemJSON, 0, len(items))
-	for _, it := range items {
-		out = append(out, toRateComparisonItemJSON(it))
-	}
-	writeList(w, out, page, total)
+	writeList(w, mapSlice(res.Items, toRateComparisonItemJSON), page, res.Total)
 	return nil
 }
 
 func (s *Server) rateComparisonSummary(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.rateComparisonFromPath(r)
+	id, err := pathID(r, "id", "rate comparison")
 	if err != nil {
 		return err
 	}
-	sum, err := store.RateComparisonSummary(r.Context(), s.store.Pool, c.OrganizationID, c.ID)
+	c, sum, err := s.rateComparisons.Summarize(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -452,153 +340,41 @@ func (s *Server) rateComparisonSummary(w http.ResponseWriter, r *http.Request) e
 // --- process, cancel, delete ---
 
 func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.rateComparisonFromPath(r)
+	id, err := pathID(r, "id", "rate comparison")
 	if err != nil {
 		return err
 	}
-	if c.Status != store.RateComparisonDraft && c.Status != store.RateComparisonFailed {
-		return errConflict("the rate comparison is " + c.Status + "; only a draft or failed comparison can be processed")
-	}
-	if err := s.checkRateComparisonAccounts(r.Context(), c); err != nil {
+	c, err := s.rateComparisons.Process(r.Context(), actorOf(r), id)
+	if err != nil {
 		return err
 	}
-	if s.temporal == nil {
-		return errTemporalUnavailable()
-	}
-	p := mustPrincipal(r)
-	wfID := workflows.RateComparisonWorkflowID(c.ID.String())
-	since := time.Now()
-	started, prev, err := store.StartRateComparison(r.Context(), s.store.Pool, p.OrganizationID, c.ID, wfID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return errNotFound("rate comparison")
-	case errors.Is(err, store.ErrConflict):
-		return errConflict("the rate comparison is " + prev + "; only a draft or failed comparison can be processed")
-	case err != nil:
-		return err
-	}
-
-	in := workflows.NewRateComparisonInput(p.OrganizationID.String(), c.ID.String(),
-		workflows.Actor{Type: p.Kind, ID: p.ActorID().String(), Name: p.Name})
-	// Bulk work: on its own task queue, never in front of interactive work.
-	opts := worker.Start{ID: wfID, TaskQueue: s.bulkTaskQueue, OrganizationID: in.OrganizationID,
-		Summary: fmt.Sprintf("Rate comparison %q", c.Name),
-		Memo:    map[string]any{"comparisonId": in.ComparisonID, "comparison": c.Name}}.Options()
-	// The comparison was draft or failed, so a run with this id that is
-	// still open can only be a finished one closing down: replace it.
-	// (A start sent again after a lost answer joins instead.)
-	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_TERMINATE_EXISTING
-	if _, err := s.startStableWorkflow(r, opts, since, workflows.RateComparison, in); err != nil {
-		if isStartUnknown(err) {
-			// The run may exist: the comparison stays processing. When it
-			// does not, the reconciler (Maintenance) starts it.
-			s.log.WarnContext(r.Context(), "rate comparison start outcome unknown; left to the reconciler", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
-			writeData(w, http.StatusAccepted, toRateComparisonJSON(started))
-			return nil
-		}
-		// Nothing runs: put the comparison back, so that it can be
-		// processed again.
-		if rerr := store.RevertRateComparisonStart(context.WithoutCancel(r.Context()), s.store.Pool, p.OrganizationID, c.ID, prev); rerr != nil {
-			s.log.ErrorContext(r.Context(), "revert rate comparison start", append(logAttrs(r), "comparison_id", c.ID, "error", rerr.Error())...)
-		}
-		if isTemporalUnavailable(r.Context(), err) {
-			s.log.WarnContext(r.Context(), "start workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
-			return errTemporalUnavailable()
-		}
-		return err
-	}
-	writeData(w, http.StatusAccepted, toRateComparisonJSON(started))
+	writeData(w, http.StatusAccepted, toRateComparisonJSON(c))
 	return nil
 }
 
-// checkRateComparisonAccounts refuses to process without an active account
-// to rate with and one to track the source carrier with.
-func (s *Server) checkRateComparisonAccounts(ctx context.Context, c store.RateComparison) error {
-	if c.CarrierAccountID == nil {
-		return errBadRequest("no_active_carrier_account", "the comparison's carrier account was deleted; create a new comparison")
-	}
-	acct, err := store.CarrierAccountByID(ctx, s.store.Pool, c.OrganizationID, *c.CarrierAccountID)
-	if errors.Is(err, store.ErrNotFound) {
-		return errBadRequest("no_active_carrier_account", "the comparison's carrier account was deleted; create a new comparison")
-	}
-	if err != nil {
-		return err
-	}
-	if acct.Status != store.CarrierAccountActive || !acct.SupportsRating {
-		return errBadRequest("no_active_carrier_account", "the comparison's carrier account \""+acct.Name+"\" is "+acct.Status+"; it must be active and support rating")
-	}
-	if acct.Carrier == c.SourceCarrier {
-		return nil
-	}
-	src, err := store.ActiveCarrierAccounts(ctx, s.store.Pool, c.OrganizationID, c.SourceCarrier)
-	if err != nil {
-		return err
-	}
-	if len(src) == 0 {
-		return errBadRequest("no_active_carrier_account", "the organization has no active "+c.SourceCarrier+" account to track the source shipments with")
-	}
-	return nil
-}
-
-// cancelRateComparison (extension) cancels a processing comparison: it is
-// closed as cancelled at once (unfinished items skipped; a batch still
-// running cannot change them any more), then its workflow is cancelled so
-// that running batches stop at their next item. When the close fails the
-// workflow is cancelled all the same (it then closes the comparison as
-// cancelled itself) and the failure is reported.
+// cancelRateComparison (extension) cancels a processing comparison
+// (ratecomparisons.Service.Cancel).
 func (s *Server) cancelRateComparison(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.rateComparisonFromPath(r)
+	id, err := pathID(r, "id", "rate comparison")
 	if err != nil {
 		return err
 	}
-	if c.Status != store.RateComparisonProcessing {
-		return errConflict("the rate comparison is " + c.Status + "; only a processing comparison can be cancelled")
-	}
-	done, err := store.FinishRateComparison(r.Context(), s.store.Pool, c.OrganizationID, c.ID, store.FinishCancelled, "")
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return errNotFound("rate comparison")
-	case err != nil:
-		s.cancelRateComparisonWorkflow(r, c)
+	c, err := s.rateComparisons.Cancel(r.Context(), actorOf(r), id)
+	if err != nil {
 		return err
-	case done.Status != store.RateComparisonCancelled:
-		return errConflict("the rate comparison is " + done.Status + "; only a processing comparison can be cancelled")
 	}
-	s.cancelRateComparisonWorkflow(r, c)
-	writeData(w, http.StatusOK, toRateComparisonJSON(done))
+	writeData(w, http.StatusOK, toRateComparisonJSON(c))
 	return nil
 }
 
 func (s *Server) deleteRateComparison(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.rateComparisonFromPath(r)
+	id, err := pathID(r, "id", "rate comparison")
 	if err != nil {
 		return err
 	}
-	if c.Status == store.RateComparisonProcessing {
-		s.cancelRateComparisonWorkflow(r, c)
-	}
-	err = store.DeleteRateComparison(r.Context(), s.store.Pool, c.OrganizationID, c.ID)
-	if err != nil {
-		return notFoundAs(err, "rate comparison")
+	if err := s.rateComparisons.Delete(r.Context(), actorOf(r), id); err != nil {
+		return err
 	}
 	writeSuccess(w)
 	return nil
-}
-
-// cancelRateComparisonWorkflow asks Temporal to cancel the comparison's
-// workflow. It is best effort: a run that is already closed is fine, and
-// when Temporal cannot be reached the workflow still stops at its next
-// batch, finding the comparison closed or gone.
-func (s *Server) cancelRateComparisonWorkflow(r *http.Request, c store.RateComparison) {
-	if s.temporal == nil {
-		return
-	}
-	wfID := workflows.RateComparisonWorkflowID(c.ID.String())
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), startWorkflowTimeout)
-	defer cancel()
-	err := s.temporal.CancelWorkflow(ctx, wfID, "")
-	var notFound *serviceerror.NotFound
-	if err != nil && !errors.As(err, &notFound) {
-		s.log.WarnContext(r.Context(), "cancel rate comparison workflow", append(logAttrs(r), "workflow_id", wfID, "error", err.Error())...)
-	}
 }

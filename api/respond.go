@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -313,12 +314,16 @@ func loadByID[T any](s *Server, r *http.Request, what string, load func(context.
 // answers with all of them at once (errValidation(details...)).
 type fieldErrors []FieldError
 
-// collect keeps the field errors of a validation error (*Error); a
-// parameter parser returns no other kind.
+// collect keeps the field errors of a validation error (*Error, or a
+// domain's invalid input); a parameter parser returns no other kind.
 func (f *fieldErrors) collect(err error) {
 	var e *Error
-	if errors.As(err, &e) {
+	var de *domain.Error
+	switch {
+	case errors.As(err, &e):
 		*f = append(*f, e.Details...)
+	case errors.As(err, &de):
+		*f = append(*f, fromDomain(de).Details...)
 	}
 }
 

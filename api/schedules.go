@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
-	"github.com/fos-dev/fos/worker"
 	"github.com/fos-dev/fos/workflows"
 )
 
@@ -506,30 +506,17 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// startTaskExecution starts the BridgeTask of a queued execution, as
-// runBridgeTask does: a start whose outcome stays unknown leaves it queued
-// (the reconciler settles it); one that certainly did not run fails it.
+// bridgeTaskQueue is the task queue BridgeTask runs on: the bulk queue
+// (syncs page through thousands of orders; interactive work must not wait
+// behind them).
+func (s *Server) bridgeTaskQueue() string { return s.bulkTaskQueue }
+
+// startTaskExecution starts the BridgeTask of a queued execution
+// (bridgetasks.Service.Start): a start whose outcome stays unknown leaves
+// it queued (the reconciler settles it); one that certainly did not run
+// fails it.
 func (s *Server) startTaskExecution(r *http.Request, e store.TaskExecution, scheduleID uuid.UUID) error {
-	in := workflows.BridgeTaskInput{OrganizationID: e.OrganizationID.String(), TaskExecutionID: e.ID.String(), BridgeID: e.BridgeID.String(), TaskName: e.TaskName}
-	opts := worker.Start{ID: e.WorkflowID, TaskQueue: s.bridgeTaskQueue(), OrganizationID: in.OrganizationID,
-		Summary:  fmt.Sprintf("%s of bridge %s, triggered from schedule %s", e.TaskName, in.BridgeID, scheduleID),
-		BridgeID: in.BridgeID, TaskName: e.TaskName,
-		Memo: map[string]any{"taskExecutionId": in.TaskExecutionID, "bridgeId": in.BridgeID, "taskName": e.TaskName, "scheduleId": scheduleID.String()}}.Options()
-	_, err := s.startStableWorkflow(r, opts, e.CreatedAt, workflows.BridgeTask, in)
-	if err == nil {
-		return nil
-	}
-	s.log.WarnContext(r.Context(), "start workflow", append(logAttrs(r), "workflow_id", e.WorkflowID, "error", err.Error())...)
-	if !isStartUnknown(err) {
-		if _, ferr := store.FinishTaskExecution(context.WithoutCancel(r.Context()), s.store.Pool, e.OrganizationID, e.ID, nil,
-			"the task could not be started"); ferr != nil {
-			s.log.WarnContext(r.Context(), "fail task execution", append(logAttrs(r), "task_execution_id", e.ID.String(), "error", ferr.Error())...)
-		}
-	}
-	if isStartUnknown(err) || isTemporalUnavailable(r.Context(), err) {
-		return errTemporalUnavailable()
-	}
-	return err
+	return s.bridgeTasks.Start(r.Context(), bridgetasks.Run{Execution: e, ScheduleID: &scheduleID})
 }
 
 // listScheduleExecutions lists a schedule's runs, newest first

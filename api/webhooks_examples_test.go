@@ -17,8 +17,8 @@ import (
 )
 
 // vendorExample reads a platform's published example; the test fails,
-// naming where it looked, when the vendors' folder is missing
-// (vendortest: never a silent skip).
+// naming where it looked, when the vendor notes are missing (never a
+// silent skip: vendortest).
 func vendorExample(t *testing.T, typ, name string) []byte {
 	t.Helper()
 	return vendortest.Example(t, "platforms", typ, name)

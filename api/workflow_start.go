@@ -152,3 +152,30 @@ func (s *Server) withOrganizationName(ctx context.Context, opts client.StartWork
 	}
 	return worker.WithOrganizationName(opts, s.orgNames.Name(ctx, orgID))
 }
+
+// startWorkflowTimeout bounds a workflow start, so that an unreachable
+// Temporal answers 503 instead of holding the request.
+const startWorkflowTimeout = 10 * time.Second
+
+func errTemporalUnavailable() *Error {
+	return &Error{Status: http.StatusServiceUnavailable, Code: "temporal_unavailable",
+		Message: "the workflow service (Temporal) is unavailable; try again later"}
+}
+
+// isTemporalUnavailable tells a Temporal that cannot be reached (or did not
+// answer in time) from a refused request.
+func isTemporalUnavailable(reqCtx context.Context, err error) bool {
+	var (
+		unavailable *serviceerror.Unavailable
+		deadline    *serviceerror.DeadlineExceeded
+		nsUnavail   *serviceerror.NamespaceUnavailable
+		exhausted   *serviceerror.ResourceExhausted
+	)
+	switch {
+	case errors.As(err, &unavailable), errors.As(err, &deadline), errors.As(err, &nsUnavail), errors.As(err, &exhausted):
+		return true
+	case errors.Is(err, context.DeadlineExceeded) && reqCtx.Err() == nil:
+		return true
+	}
+	return false
+}

@@ -286,3 +286,9 @@ func WorkflowsUnavailable(cause error) *Error {
 	return &Error{Kind: KindUnavailable, Code: "temporal_unavailable",
 		Message: "the workflow service (Temporal) is unavailable; try again later", Err: cause}
 }
+
+// ErrRunMayExist marks a workflow start (or update) whose answer was lost:
+// the run may exist, so whatever was written for it must stay (the
+// reconciler settles a row whose run does not exist). Adapters wrap it
+// into the Unavailable error they return.
+var ErrRunMayExist = errors.New("the workflow run may exist: its start's outcome is unknown")

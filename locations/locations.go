@@ -58,6 +58,18 @@ func (s *Service) Get(ctx context.Context, actor domain.Actor, id uuid.UUID) (Lo
 	return l, notFound(err)
 }
 
+// Aliases are the other names an address field of a location is accepted
+// under, so that the rates' Address (the service's canonical address:
+// address1, provinceCode, zip, countryCode; shipping/address.go) and the
+// names other sources use can be sent as they are. A field sent under its
+// own name wins over its aliases; of several aliases, the first listed.
+var Aliases = map[string][]string{
+	"street":   {"address1", "street1", "address_1", "line1", "addressLine1", "address_line1"},
+	"province": {"provinceCode", "province_code", "state", "stateCode", "state_code", "region"},
+	"zip":      {"postalCode", "postal_code", "zipCode", "zip_code", "postcode"},
+	"country":  {"countryCode", "country_code"},
+}
+
 // Input creates or changes a location. A nil field is not sent: on
 // create Name is then missing, on update it stays. Every value is trimmed;
 // "" clears an address field (a name cannot be cleared).

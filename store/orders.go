@@ -299,6 +299,36 @@ func orderPageSQL(db DBTX, orgID uuid.UUID, p OrderListParams) (pageSQL string, 
 	return pageSQL, args, countSQL, splitCount
 }
 
+// OrderIDByRef is the id of the organization's newest order whose order
+// number (with or without a leading #) or external id is ref (ErrNotFound
+// when there is none).
+func OrderIDByRef(ctx context.Context, db DBTX, orgID uuid.UUID, ref string) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := db.QueryRow(ctx, `SELECT id FROM orders WHERE organization_id = $1 AND (order_number = $2 OR order_number = '#' || $2 OR external_id = $2)
+ ORDER BY created_at DESC LIMIT 1`, orgID, ref).Scan(&id)
+	return id, mapErr(err)
+}
+
+// OrderTotals are the totals (totals.total) of the organization's orders
+// among ids; an id of another organization is absent.
+func OrderTotals(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UUID) (map[uuid.UUID]float64, error) {
+	rows, err := db.Query(ctx, `SELECT id, total::float8 FROM orders WHERE organization_id = $1 AND id = ANY($2)`, orgID, ids)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := make(map[uuid.UUID]float64, len(ids))
+	for rows.Next() {
+		var id uuid.UUID
+		var total float64
+		if err := rows.Scan(&id, &total); err != nil {
+			return nil, err
+		}
+		out[id] = total
+	}
+	return out, mapErr(rows.Err())
+}
+
 // ListOrders returns one page and the number of all matching orders.
 //
 // The page walks an index that holds the organization, the sort key and the

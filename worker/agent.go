@@ -19,6 +19,7 @@ import (
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/insights"
+	"github.com/fos-dev/fos/orders"
 	"github.com/fos-dev/fos/routing"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
@@ -49,10 +50,13 @@ type AgentDeps struct {
 	Operations  agent.Operations
 	Performance agent.Performance
 	Dispatchers agent.Dispatchers
+	// Orders is the orders Service (nil: built over Store and Hooks).
+	Orders *orders.Service
 }
 
 // NewAgentService builds the agent's Service over the domain services
-// that exist (shipping; orders over the store until its service lands).
+// (orders, shipping). Orders, when set, is the orders Service the tools
+// call (the API's); nil: one is built over Store and Hooks.
 func NewAgentService(d AgentDeps) (*agent.Service, error) {
 	log := d.Logger
 	if log == nil {
@@ -66,7 +70,11 @@ func NewAgentService(d AgentDeps) (*agent.Service, error) {
 		sd.Labels, sd.Actions, sd.Pickups = t, t, t
 		runs = TemporalAgent{Client: d.Temporal, TaskQueue: d.TaskQueue, Log: log, Provider: d.Provider, Config: d.Config}
 	}
-	tools, err := agent.NewToolsFrom(agent.Ports{Orders: agent.StoreOrders{Store: d.Store, Hooks: d.Hooks}, Shipping: shipping.New(sd),
+	ord := d.Orders
+	if ord == nil {
+		ord = orders.New(orders.Deps{Store: d.Store, Logger: log, Hooks: d.Hooks})
+	}
+	tools, err := agent.NewToolsFrom(agent.Ports{Orders: AgentOrders{Orders: ord}, Shipping: shipping.New(sd),
 		Accounts: agent.StoreAccounts{Store: d.Store}, Memory: agent.StoreMemory{Store: d.Store},
 		Operations: d.Operations, Performance: d.Performance, Dispatchers: d.Dispatchers})
 	if err != nil {

@@ -61,15 +61,25 @@ func main() {
 		fmt.Fprintf(os.Stderr, "fos: unknown command %q\n\n%s\n", cmd, usage)
 		os.Exit(2)
 	}
-	if err != nil {
+	if code := exitCode(ctx, err); code != 0 {
 		var p config.Problems
 		if errors.As(err, &p) {
 			fmt.Fprintln(os.Stderr, "fos: "+p.Error())
 		} else {
 			fmt.Fprintln(os.Stderr, "fos: "+err.Error())
 		}
-		os.Exit(1)
+		os.Exit(code)
 	}
+}
+
+// exitCode is the process's exit status for a command's error: 0 when it
+// succeeded, and when it only stopped because Ctrl-C or SIGTERM cancelled
+// ctx (a clean stop: `make run` then ends without "Error 1"); 1 otherwise.
+func exitCode(ctx context.Context, err error) int {
+	if err == nil || ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return 0
+	}
+	return 1
 }
 
 // newLogger is the process logger: JSON lines on stderr.
