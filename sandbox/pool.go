@@ -78,6 +78,8 @@ type Pool struct {
 	closed bool
 
 	started, killed atomic.Int64
+	// cg is the processes' control group (nil: none could be made).
+	cg *cgroup
 }
 
 // NewPool returns a pool that starts processes on demand. It needs
@@ -97,6 +99,7 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		// A test binary whose TestMain lacks ServeIfChild runs no test.
 		args: []string{"-test.run=^$"},
 		free: cfg.Processes, busy: map[string]int{}, queues: map[string][]chan struct{}{},
+		cg: newCgroup(max(cfg.MemoryBytes+64<<20, int64(cfg.Processes)*cfg.MemoryBytes/2)),
 	}, nil
 }
 
@@ -116,6 +119,7 @@ func (p *Pool) Close() {
 	for _, pr := range idle {
 		pr.stop()
 	}
+	p.cg.remove() // kept while a busy process is in it (swept later)
 }
 
 var (
@@ -285,6 +289,7 @@ func (p *Pool) start() (*proc, error) {
 		return nil, fmt.Errorf("start a sandbox process: %w", err)
 	}
 	p.started.Add(1)
+	p.cg.add(cmd.Process.Pid)
 	return &proc{cmd: cmd, in: in, w: bufio.NewWriterSize(in, 64<<10), r: bufio.NewReaderSize(out, 64<<10), head: head}, nil
 }
 
