@@ -382,6 +382,7 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 		if err != nil {
 			return SyncPageResult{}, storeError(err, b)
 		}
+		rules.Notify(ctx, a.Events, orgID, rules.EventShipmentCreated, res.CreatedIDs)
 		return SyncPageResult{Next: next, SyncCounts: SyncCounts{
 			Fetched: len(list), Created: res.Created, Updated: res.Updated, Unchanged: res.Unchanged, Failed: res.Failed,
 		}}, nil

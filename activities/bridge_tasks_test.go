@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
@@ -420,8 +421,12 @@ func TestGrabShipmentsAttachesToOrders(t *testing.T) {
 	f := newTaskFixture(t, st, fake, fake)
 	ctx := context.Background()
 	f.grab(platforms.TaskGrabOrders)
+	heard := &recordedEvents{}
+	f.acts.Events = heard
 
 	require.Equal(t, SyncCounts{Fetched: 3, Created: 2, Unchanged: 1}, f.grab(platforms.TaskGrabShipments))
+	// The page's new shipments are told once (on_shipment_created).
+	require.Len(t, heard.of(rules.EventShipmentCreated), 2)
 	var orderExt *string
 	var tracking string
 	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT o.external_id, s.tracking_number FROM shipments s LEFT JOIN orders o ON o.id = s.order_id
@@ -429,6 +434,28 @@ func TestGrabShipmentsAttachesToOrders(t *testing.T) {
 	require.Equal(t, "5001", *orderExt)
 	require.Equal(t, "1Z999", tracking)
 	require.Equal(t, SyncCounts{Fetched: 3, Unchanged: 3}, f.grab(platforms.TaskGrabShipments))
+	require.Len(t, heard.of(rules.EventShipmentCreated), 2, "a page told again creates no shipment and tells nothing")
+}
+
+// recordedEvents records what rules.Events heard.
+type recordedEvents struct {
+	mu  sync.Mutex
+	ids map[string][]uuid.UUID
+}
+
+func (r *recordedEvents) Happened(_ context.Context, _ uuid.UUID, trigger string, ids []uuid.UUID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ids == nil {
+		r.ids = map[string][]uuid.UUID{}
+	}
+	r.ids[trigger] = append(r.ids[trigger], ids...)
+}
+
+func (r *recordedEvents) of(trigger string) []uuid.UUID {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ids[trigger]
 }
 
 func TestPushFulfillmentsOnceEach(t *testing.T) {

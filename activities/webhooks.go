@@ -191,6 +191,7 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 			return res, fmt.Errorf("upsert shipments: %w", err)
 		}
 		res.Shipments = &counts
+		rules.Notify(ctx, a.Events, orgID, rules.EventShipmentCreated, counts.CreatedIDs)
 	}
 	if len(externalIDs) > 0 {
 		after, err := loadChain(ctx, a.Transforms, orgID, b.ID, transforms.AfterSync)

@@ -23,6 +23,9 @@ type UpsertCounts struct {
 	Updated   int `json:"updated"`
 	Unchanged int `json:"unchanged"`
 	Failed    int `json:"failed"`
+	// CreatedIDs are the rows created (UpsertPlatformShipments), for the
+	// events they make; not part of a run's counts.
+	CreatedIDs []uuid.UUID `json:"-"`
 }
 
 const upsertPlatformShipmentSQL = `
@@ -83,7 +86,8 @@ func UpsertPlatformShipments(ctx context.Context, s *Store, orgID, bridgeID uuid
 				return err
 			}
 			var inserted bool
-			err = tx.QueryRow(ctx, upsertPlatformShipmentSQL, uuid.New(), orgID, bridgeID, sh.ExternalID, sh.OrderExternalID,
+			id := uuid.New()
+			err = tx.QueryRow(ctx, upsertPlatformShipmentSQL, id, orgID, bridgeID, sh.ExternalID, sh.OrderExternalID,
 				carrier, sh.ServiceCode, sh.TrackingNumber, sh.Cost, shipDate, shipTo, meta).Scan(&inserted)
 			switch {
 			case err == pgx.ErrNoRows:
@@ -92,6 +96,7 @@ func UpsertPlatformShipments(ctx context.Context, s *Store, orgID, bridgeID uuid
 				return mapErr(err)
 			case inserted:
 				out.Created++
+				out.CreatedIDs = append(out.CreatedIDs, id)
 			default:
 				out.Updated++
 			}
