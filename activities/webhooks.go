@@ -192,6 +192,7 @@ func (a *WebhookActivities) ProcessWebhookEvent(ctx context.Context, in WebhookE
 		}
 		res.Shipments = &counts
 		rules.Notify(ctx, a.Events, orgID, rules.EventShipmentCreated, counts.CreatedIDs)
+		counts.CreatedIDs = nil // told; the result keeps the counts
 	}
 	if len(externalIDs) > 0 {
 		after, err := loadChain(ctx, a.Transforms, orgID, b.ID, transforms.AfterSync)

@@ -163,19 +163,7 @@ func errTemporalUnavailable() *Error {
 }
 
 // isTemporalUnavailable tells a Temporal that cannot be reached (or did not
-// answer in time) from a refused request.
+// answer in time) from a refused request (worker.IsTemporalUnavailable).
 func isTemporalUnavailable(reqCtx context.Context, err error) bool {
-	var (
-		unavailable *serviceerror.Unavailable
-		deadline    *serviceerror.DeadlineExceeded
-		nsUnavail   *serviceerror.NamespaceUnavailable
-		exhausted   *serviceerror.ResourceExhausted
-	)
-	switch {
-	case errors.As(err, &unavailable), errors.As(err, &deadline), errors.As(err, &nsUnavail), errors.As(err, &exhausted):
-		return true
-	case errors.Is(err, context.DeadlineExceeded) && reqCtx.Err() == nil:
-		return true
-	}
-	return false
+	return worker.IsTemporalUnavailable(reqCtx, err)
 }
