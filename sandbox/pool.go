@@ -99,7 +99,10 @@ func NewPool(cfg PoolConfig) (*Pool, error) {
 		// A test binary whose TestMain lacks ServeIfChild runs no test.
 		args: []string{"-test.run=^$"},
 		free: cfg.Processes, busy: map[string]int{}, queues: map[string][]chan struct{}{},
-		cg: newCgroup(max(cfg.MemoryBytes+64<<20, int64(cfg.Processes)*cfg.MemoryBytes/2)),
+		// The group bounds the processes together, well above what one
+		// process can take (near its limit a group reclaims the binary's
+		// own pages and a run crawls instead of failing).
+		cg: newCgroup(max(cfg.MemoryBytes+256<<20, int64(cfg.Processes)*cfg.MemoryBytes*3/4)),
 	}, nil
 }
 
