@@ -11,15 +11,14 @@ import (
 )
 
 // A pool's processes share one control group where this process may make
-// one (cgroups v1 memory and cpu controllers, or v2), beside the
-// per-process rlimits:
-//   - memory: the processes together stay under the pool's total (3/4 of
-//     Processes × MemoryBytes, at least one process's and 256 MiB), so that a pool of bombs cannot take the
-//     machine's memory; the kernel then stops a sandbox process, never
-//     the service;
-//   - cpu: the processes get half the weight of the service's own
-//     threads, so transformations yield to the API and the workers when
-//     the CPU is contended.
+// one (the cgroups v1 memory controller, or v2), beside the per-process
+// rlimits: the processes together stay under the pool's total (3/4 of
+// Processes × MemoryBytes, at least one process's and 256 MiB), so that a
+// pool of bombs cannot take the machine's memory; the kernel then stops a
+// sandbox process, never the service. No cpu weight: in cgroups v1 a
+// group's weight competes with each of the service's threads, and a lower
+// one starved transformations into their deadlines under load (the CPU is
+// bounded per process by RLIMIT_CPU, per tenant by the pool's share).
 //
 // Where no control group can be made (not root, no controller) the rlimits
 // alone bound each process.
@@ -37,7 +36,7 @@ type cgroup struct {
 const cgroupRoot = "/sys/fs/cgroup"
 
 // newCgroup makes the pool's group under this process's own groups, with
-// the memory limit and cpu weight set; nil where none can be made.
+// the memory limit set; nil where none can be made.
 func newCgroup(memoryLimit int64) *cgroup {
 	name := fmt.Sprintf("fos-sandbox-%d-%d", os.Getpid(), poolGroups.Add(1))
 	own := ownCgroups()
@@ -53,13 +52,11 @@ func newCgroup(memoryLimit int64) *cgroup {
 			cg.dirs = append(cg.dirs, dir)
 			_ = os.WriteFile(filepath.Join(dir, "memory.max"), []byte(strconv.FormatInt(memoryLimit, 10)), 0o644)
 			_ = os.WriteFile(filepath.Join(dir, "memory.swap.max"), []byte("0"), 0o644)
-			_ = os.WriteFile(filepath.Join(dir, "cpu.weight"), []byte("50"), 0o644)
 			return cg
 		}
 	}
 	for _, c := range []struct{ controller, file, value string }{
 		{"memory", "memory.limit_in_bytes", strconv.FormatInt(memoryLimit, 10)},
-		{"cpu", "cpu.shares", "512"},
 	} {
 		path, ok := own[c.controller]
 		if !ok {
@@ -132,7 +129,7 @@ func sweepCgroups(own map[string]string) {
 	if path, ok := own[""]; ok && fileExists(filepath.Join(cgroupRoot, "cgroup.controllers")) {
 		parents = append(parents, filepath.Join(cgroupRoot, path))
 	}
-	for _, c := range []string{"memory", "cpu"} {
+	for _, c := range []string{"memory", "cpu"} { // cpu: groups of earlier versions
 		if path, ok := own[c]; ok {
 			parents = append(parents, filepath.Join(cgroupRoot, c, path))
 		}
