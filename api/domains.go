@@ -92,12 +92,13 @@ func newRateComparisons(d Deps, s *Server) *ratecomparisons.Service {
 	return ratecomparisons.New(rd)
 }
 
-// newBridgeTasks builds the bridge tasks Service: BridgeTask runs through
-// Temporal on the bulk task queue.
+// newBridgeTasks builds the bridge tasks Service: BridgeTask runs and the
+// schedules' Temporal Schedules through Temporal on the bulk task queue.
 func newBridgeTasks(d Deps, s *Server) *bridgetasks.Service {
 	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger}
 	if d.Temporal != nil {
-		bd.Runs = worker.TemporalBridgeTasks{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger, Names: s.orgNames}
+		t := worker.TemporalBridgeTasks{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger, Names: s.orgNames}
+		bd.Runs, bd.Schedules = t, t
 	}
 	return bridgetasks.New(bd)
 }

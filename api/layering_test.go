@@ -26,7 +26,7 @@ var layeringAllowlist = map[string][]string{
 	"bridge_webhooks.go": {storePkg}, "bridges.go": {storePkg},
 	"embed.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
 	"organizations.go": {storePkg}, "respond.go": {storePkg},
-	"router.go": {storePkg, workflowsPkg}, "schedules.go": {storePkg, workflowsPkg},
+	"router.go": {storePkg, workflowsPkg},
 	"signin.go": {storePkg}, "webhooks.go": {storePkg},
 }
 

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/bridgetasks"
 )
 
 // fakeSchedules is an in-memory Temporal ScheduleClient: created schedules
@@ -304,7 +305,7 @@ func TestScheduleCreateValidation(t *testing.T) {
 
 	// Accepted: names, ranges, steps, lists, Sunday as 7.
 	for _, cron := range []string{"0 9 * * 1-5", "30 2 1,15 * *", "*/5 8-18 * jan-mar sun", "0 0 * * 7", "5/10 * * * *", "0 12 31 DEC SAT"} {
-		require.Empty(t, checkCron(cron), cron)
+		require.Empty(t, bridgetasks.CheckCron(cron), cron)
 	}
 
 	// A bridge that is not active cannot be scheduled.

@@ -66,13 +66,17 @@ type Deps struct {
 	// Runs runs the workflows; nil: a run answers that workflows are
 	// unavailable.
 	Runs Runs
+	// Schedules keeps the Temporal Schedules of schedules; nil: a change
+	// of a schedule answers that workflows are unavailable.
+	Schedules Schedules
 }
 
 // Service is the bridge tasks domain's operations.
 type Service struct {
-	store *store.Store
-	log   *slog.Logger
-	runs  Runs
+	store     *store.Store
+	log       *slog.Logger
+	runs      Runs
+	schedules Schedules
 }
 
 // New builds the Service.
@@ -81,7 +85,7 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Service{store: d.Store, log: log, runs: d.Runs}
+	return &Service{store: d.Store, log: log, runs: d.Runs, schedules: d.Schedules}
 }
 
 // Bridge is one bridge of the organization. The actor needs bridges:read
