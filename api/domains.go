@@ -54,18 +54,19 @@ func newDomains(d Deps, s *Server) domains {
 	sh := shipping.New(sd)
 	rd := routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: s.orderHooks, Starter: s.dispatchStarter(), Sandbox: d.Sandbox}
 	rt := routing.New(rd)
+	bt := newBridgeTasks(d, s)
 	ops := newOperations(d, sh, rt)
 	ins := newInsights(d)
 	return domains{
 		orders:          ord,
 		carrierAccounts: newCarrierAccounts(d, s),
 		rateComparisons: newRateComparisons(d, s),
-		bridgeTasks:     newBridgeTasks(d, s),
+		bridgeTasks:     bt,
 		shipping:        sh,
 		operations:      ops,
 		insights:        ins,
 		routing:         rt,
-		embed:           newEmbed(d, s, sh),
+		embed:           newEmbed(d, bt, sh),
 		agent:           newAgent(d, s, ord, ops, ins, rt),
 		locations:       locations.New(d.Store),
 	}
@@ -95,7 +96,7 @@ func newRateComparisons(d Deps, s *Server) *ratecomparisons.Service {
 // newBridgeTasks builds the bridge tasks Service: BridgeTask runs and the
 // schedules' Temporal Schedules through Temporal on the bulk task queue.
 func newBridgeTasks(d Deps, s *Server) *bridgetasks.Service {
-	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger}
+	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger, Secrets: d.Secrets, Platforms: d.Platforms, AllowPrivateURLs: d.AllowPrivateURLs}
 	if d.Temporal != nil {
 		t := worker.TemporalBridgeTasks{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger, Names: s.orgNames}
 		bd.Runs, bd.Schedules = t, t
@@ -129,10 +130,11 @@ func (s *Server) dispatchStarter() rules.DispatchStarter {
 
 // newEmbed builds the embed Service: OAuth and end-user webhook retries
 // through Temporal on the webhook task queue; shipments rendered by the
-// shipping Service (test webhook payloads as the API shows them).
-func newEmbed(d Deps, s *Server, sh *shipping.Service) *embed.Service {
+// shipping Service (test webhook payloads as the API shows them); bridge
+// configs checked by the bridge tasks Service (POST /bridges' rules).
+func newEmbed(d Deps, bt *bridgetasks.Service, sh *shipping.Service) *embed.Service {
 	ed := embed.Deps{Store: d.Store, Secrets: d.Secrets, Logger: d.Logger, Platforms: d.Platforms, Shipments: sh,
-		BridgeConfigs: embedConfigChecker{s}, StorefrontA: d.Embed.StorefrontA, BaseURL: d.BaseURL,
+		BridgeConfigs: bt, StorefrontA: d.Embed.StorefrontA, BaseURL: d.BaseURL,
 		AllowPrivateURLs: d.AllowPrivateURLs, OAuth: d.Embed.OAuth, Retries: d.Embed.Retries}
 	if d.Temporal != nil && ed.OAuth == nil {
 		q := d.Embed.TaskQueue

@@ -16,7 +16,6 @@ import (
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/embed"
-	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -639,29 +638,6 @@ func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeData(w, http.StatusOK, d)
 	return nil
-}
-
-// embedConfigChecker validates embed bridge configs with POST /bridges'
-// rules (embed.BridgeConfigChecker).
-type embedConfigChecker struct{ s *Server }
-
-func (c embedConfigChecker) CheckBridgeConfig(bridgeType string, cfg map[string]any) (map[string]any, []domain.FieldError) {
-	var v validator
-	out, errs := platforms.NormalizeConfig(bridgeType, cfg)
-	addConfigErrors(&v, errs)
-	dropRedacted(out)
-	c.s.checkURLFields(&v, bridgeType, out)
-	for _, k := range platforms.MissingRequired(bridgeType, out) {
-		if !hasDetail(v.details, "config."+k) {
-			v.add("config."+k, "is required")
-		}
-	}
-	c.s.checkConnectorConfig(&v, bridgeType, out)
-	var fe []domain.FieldError
-	for _, d := range v.details {
-		fe = append(fe, domain.FieldError{Field: d.Field, Message: d.Message})
-	}
-	return out, fe
 }
 
 // randomNonce is a CSP nonce.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -69,6 +70,15 @@ type Deps struct {
 	// Schedules keeps the Temporal Schedules of schedules; nil: a change
 	// of a schedule answers that workflows are unavailable.
 	Schedules Schedules
+	// Secrets seals and opens bridge credentials.
+	Secrets *secrets.Box
+	// Platforms are the bridge types' connectors: a config is checked
+	// against its connector's rules, webhooks are registered through it
+	// (nil: not checked; webhooks cannot be registered).
+	Platforms *platforms.Registry
+	// AllowPrivateURLs accepts tenant URLs naming loopback, private,
+	// link-local or metadata addresses (fos dev).
+	AllowPrivateURLs bool
 }
 
 // Service is the bridge tasks domain's operations.
@@ -77,6 +87,10 @@ type Service struct {
 	log       *slog.Logger
 	runs      Runs
 	schedules Schedules
+	secrets   *secrets.Box
+	platforms *platforms.Registry
+	// allowPrivateURLs: see Deps.AllowPrivateURLs.
+	allowPrivateURLs bool
 }
 
 // New builds the Service.
@@ -85,7 +99,8 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Service{store: d.Store, log: log, runs: d.Runs, schedules: d.Schedules}
+	return &Service{store: d.Store, log: log, runs: d.Runs, schedules: d.Schedules, secrets: d.Secrets,
+		platforms: d.Platforms, allowPrivateURLs: d.AllowPrivateURLs}
 }
 
 // Bridge is one bridge of the organization. The actor needs bridges:read

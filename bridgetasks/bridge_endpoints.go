@@ -1,10 +1,11 @@
-package api
+package bridgetasks
 
 import (
 	"fmt"
 	"reflect"
 	"slices"
 
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/platforms"
 )
 
@@ -42,11 +43,11 @@ func isEndpointField(bridgeType, key string) bool {
 // (normalized, redacted placeholders dropped). When an endpoint field
 // changes, each stored credential (a secret other than the inbound
 // webhookSecret, which is never sent out) must be in update; the missing
-// ones are reported on v.
-func credentialsFollowEndpoint(v *validator, bridgeType string, old, update map[string]any) {
+// ones are named on v.
+func credentialsFollowEndpoint(v *domain.FieldErrors, bridgeType string, old, update map[string]any) {
 	var changed []string
 	for k, val := range update {
-		if isEndpointField(bridgeType, k) && !reflect.DeepEqual(old[k], val) && !hasDetail(v.details, "config."+k) {
+		if isEndpointField(bridgeType, k) && !reflect.DeepEqual(old[k], val) && !hasField(*v, "config."+k) {
 			changed = append(changed, k)
 		}
 	}
@@ -65,6 +66,6 @@ func credentialsFollowEndpoint(v *validator, bridgeType string, old, update map[
 	}
 	slices.Sort(missing)
 	for _, k := range missing {
-		v.add("config."+k, fmt.Sprintf("must be entered again: config.%s changed, and stored credentials are never sent to a new host", changed[0]))
+		v.Add("config."+k, fmt.Sprintf("must be entered again: config.%s changed, and stored credentials are never sent to a new host", changed[0]))
 	}
 }
