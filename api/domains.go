@@ -1,6 +1,7 @@
 package api
 
 import (
+	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/agent"
 	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/carrieraccounts"
@@ -96,7 +97,8 @@ func newRateComparisons(d Deps, s *Server) *ratecomparisons.Service {
 // newBridgeTasks builds the bridge tasks Service: BridgeTask runs and the
 // schedules' Temporal Schedules through Temporal on the bulk task queue.
 func newBridgeTasks(d Deps, s *Server) *bridgetasks.Service {
-	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger, Secrets: d.Secrets, Platforms: d.Platforms, AllowPrivateURLs: d.AllowPrivateURLs}
+	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger, Secrets: d.Secrets, Platforms: d.Platforms, AllowPrivateURLs: d.AllowPrivateURLs,
+		BaseURL: d.BaseURL, OnWebhookSecret: s.webhookVerifiers().drop, TenantMessage: activities.TenantMessage}
 	if d.Temporal != nil {
 		t := worker.TemporalBridgeTasks{Client: d.Temporal, TaskQueue: s.bulkTaskQueue, Log: d.Logger, Names: s.orgNames}
 		bd.Runs, bd.Schedules = t, t

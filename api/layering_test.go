@@ -23,8 +23,8 @@ const (
 var layeringAllowlist = map[string][]string{
 	"agent.go":        {storePkg}, // the agent Service answers store rows (to move to agent types)
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
-	"bridge_webhooks.go": {storePkg},
-	"embed.go":           {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
+
+	"embed.go": {storePkg}, "errors.go": {storePkg}, "idempotency.go": {storePkg},
 	"organizations.go": {storePkg}, "respond.go": {storePkg},
 	"router.go": {storePkg, workflowsPkg},
 	"signin.go": {storePkg}, "webhooks.go": {storePkg},

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/store"
@@ -57,7 +58,7 @@ const (
 	StorefrontAEventID   = "X-Shopify-Event-Id"
 	StorefrontAWebhookID = "X-Shopify-Webhook-Id"
 	ShippingHubAHMAC     = "X-ShipStation-Hmac-Sha256"
-	webhookTokenParam    = "token"
+	webhookTokenParam    = bridgetasks.WebhookTokenParam
 )
 
 // platformHMACHeader is the signature header of each signing platform.
@@ -74,12 +75,9 @@ var storedWebhookHeaders = []string{
 }
 
 // WebhookToken is the token query parameter of a bridge's registered
-// webhook URL: derived from its secret, so the secret itself never appears
-// in a URL, and rotating the secret rotates the token.
+// webhook URL (bridgetasks.WebhookToken).
 func WebhookToken(secret string, bridgeID uuid.UUID) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte("fos-webhook-token:" + bridgeID.String()))
-	return hex.EncodeToString(m.Sum(nil))
+	return bridgetasks.WebhookToken(secret, bridgeID)
 }
 
 // SignWebhookBody is base64(HMAC-SHA256(secret, body)), the platform
@@ -91,9 +89,7 @@ func SignWebhookBody(secret string, body []byte) string {
 }
 
 // webhookURL is the bridge's inbound URL ({base_url}/api/v1/webhooks/<id>).
-func (s *Server) webhookURL(bridgeID uuid.UUID) string {
-	return strings.TrimRight(s.baseURL, "/") + "/api/v1/webhooks/" + bridgeID.String()
-}
+func (s *Server) webhookURL(bridgeID uuid.UUID) string { return s.bridgeTasks.WebhookURL(bridgeID) }
 
 // webhookVerifier is what verifying a bridge's proofs takes. Opening the
 // sealed credentials is the costly part of a delivery, so the opened

@@ -79,6 +79,15 @@ type Deps struct {
 	// AllowPrivateURLs accepts tenant URLs naming loopback, private,
 	// link-local or metadata addresses (fos dev).
 	AllowPrivateURLs bool
+	// BaseURL is the service's public base URL (a bridge's inbound
+	// webhook URL).
+	BaseURL string
+	// OnWebhookSecret, when set, hears that a bridge got a new webhook
+	// secret (the API's verifier cache drops it).
+	OnWebhookSecret func(bridgeID uuid.UUID)
+	// TenantMessage is a platform failure as a tenant may read it
+	// (activities.TenantMessage; nil: a fixed sentence).
+	TenantMessage func(error) string
 }
 
 // Service is the bridge tasks domain's operations.
@@ -91,6 +100,9 @@ type Service struct {
 	platforms *platforms.Registry
 	// allowPrivateURLs: see Deps.AllowPrivateURLs.
 	allowPrivateURLs bool
+	baseURL          string
+	onWebhookSecret  func(uuid.UUID)
+	tenantMessage    func(error) string
 }
 
 // New builds the Service.
@@ -100,7 +112,8 @@ func New(d Deps) *Service {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Service{store: d.Store, log: log, runs: d.Runs, schedules: d.Schedules, secrets: d.Secrets,
-		platforms: d.Platforms, allowPrivateURLs: d.AllowPrivateURLs}
+		platforms: d.Platforms, allowPrivateURLs: d.AllowPrivateURLs, baseURL: d.BaseURL, onWebhookSecret: d.OnWebhookSecret,
+		tenantMessage: d.TenantMessage}
 }
 
 // Bridge is one bridge of the organization. The actor needs bridges:read
