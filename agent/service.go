@@ -29,6 +29,14 @@ import (
 	"github.com/fos-dev/fos/store"
 )
 
+// The agent domain's model (store rows).
+type (
+	Conversation  = store.AgentConversation
+	PendingAction = store.AgentPendingAction
+	Memory        = store.AgentMemory
+	StandingOrder = store.AgentStandingOrder
+)
+
 // Limits of the agent's inputs.
 const (
 	MaxMessageLen   = 10000

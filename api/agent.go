@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/agent"
-	"github.com/fos-dev/fos/store"
 )
 
 // mountAgent registers the agent endpoints (spec Part 3, Agent; CONTRACT
@@ -155,12 +154,12 @@ type standingOrderJSON struct {
 	UpdatedAt       time.Time       `json:"updated_at"`
 }
 
-func toAgentConversationJSON(c store.AgentConversation) agentConversationJSON {
+func toAgentConversationJSON(c agent.Conversation) agentConversationJSON {
 	return agentConversationJSON{ID: c.ID, Title: c.Title, Status: c.Status, OrganizationID: c.OrganizationID,
 		MessageCount: c.MessageCount, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 }
 
-func toAgentActionJSON(a store.AgentPendingAction) agentActionJSON {
+func toAgentActionJSON(a agent.PendingAction) agentActionJSON {
 	return agentActionJSON{ID: a.ID, OrganizationID: a.OrganizationID, ConversationID: a.ConversationID, ToolName: a.ToolName,
 		ToolInput: shipmentRaw(a.ToolInput, "{}"), Description: a.Description, Status: a.Status, AffectedItemCount: a.AffectedItemCount,
 		IdempotencyKey: a.IdempotencyKey, ExpiresAt: a.ExpiresAt, CreatedAt: a.CreatedAt, Note: a.Note, ResolvedAt: a.ResolvedAt,
@@ -178,12 +177,12 @@ func toAgentPermissionJSON(p agent.Permission) agentPermissionJSON {
 	return j
 }
 
-func toAgentMemoryJSON(m store.AgentMemory) agentMemoryJSON {
+func toAgentMemoryJSON(m agent.Memory) agentMemoryJSON {
 	return agentMemoryJSON{ID: m.ID, OrganizationID: m.OrganizationID, Category: m.Category, ScopeType: m.ScopeType, ScopeID: m.ScopeID,
 		Content: m.Content, Source: m.Source, Confidence: m.Confidence, ExpiresAt: m.ExpiresAt, CreatedAt: m.CreatedAt, UpdatedAt: m.UpdatedAt}
 }
 
-func toStandingOrderJSON(o store.AgentStandingOrder) standingOrderJSON {
+func toStandingOrderJSON(o agent.StandingOrder) standingOrderJSON {
 	j := standingOrderJSON{ID: o.ID, OrganizationID: o.OrganizationID, Name: o.Name, Description: o.Description,
 		NaturalLanguage: o.NaturalLanguage, TriggerType: o.TriggerType, Conditions: shipmentRaw(o.Conditions, "[]"),
 		Actions: shipmentRaw(o.Actions, "[]"), Priority: o.Priority, IsActive: o.IsActive, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
@@ -350,150 +349,3 @@ func (s *Server) decideAgentAction(approve bool) handlerFunc {
 
 // --- tool permissions ---
 
-func (s *Server) listAgentPermissions(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.agent.ToolPermissions(r.Context(), actorOf(r))
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, mapSlice(list, toAgentPermissionJSON))
-	return nil
-}
-
-type agentPermissionRequest struct {
-	ToolName               *string  `json:"toolName"`
-	ApprovalRequired       *bool    `json:"approvalRequired"`
-	MaxAutoItems           *int     `json:"maxAutoItems"`
-	MaxDailyAutoExecutions *int     `json:"maxDailyAutoExecutions"`
-	MaxOrderValue          *float64 `json:"maxOrderValue"`
-	RiskThreshold          *float64 `json:"riskThreshold"`
-	BudgetCapDaily         *float64 `json:"budgetCapDaily"`
-}
-
-func (s *Server) updateAgentPermissions(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Permissions []agentPermissionRequest `json:"permissions"`
-	}
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	if req.Permissions == nil {
-		return errValidation(FieldError{Field: "permissions", Message: "is required"})
-	}
-	in := make([]agent.PermissionInput, 0, len(req.Permissions))
-	for _, p := range req.Permissions {
-		in = append(in, agent.PermissionInput{ToolName: deref(p.ToolName), ApprovalRequired: p.ApprovalRequired, MaxAutoItems: p.MaxAutoItems,
-			MaxDailyAutoExecutions: p.MaxDailyAutoExecutions, MaxOrderValue: p.MaxOrderValue, RiskThreshold: p.RiskThreshold, BudgetCapDaily: p.BudgetCapDaily})
-	}
-	list, err := s.agent.UpdateToolPermissions(r.Context(), actorOf(r), in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, mapSlice(list, toAgentPermissionJSON))
-	return nil
-}
-
-// --- memory ---
-
-func (s *Server) listAgentMemory(w http.ResponseWriter, r *http.Request) error {
-	scopeType, err := queryEnum(r, "scope_type", "organization", "user", "bridge")
-	if err != nil {
-		return err
-	}
-	category := r.URL.Query().Get("category")
-	if len(category) > 100 {
-		return errValidation(FieldError{Field: "category", Message: "must be at most 100 characters"})
-	}
-	list, err := s.agent.ListMemory(r.Context(), actorOf(r), category, scopeType)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, mapSlice(list, toAgentMemoryJSON))
-	return nil
-}
-
-func (s *Server) deleteAgentMemory(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "memory entry")
-	if err != nil {
-		return err
-	}
-	if err := s.agent.DeleteMemory(r.Context(), actorOf(r), id); err != nil {
-		return err
-	}
-	writeSuccess(w)
-	return nil
-}
-
-// --- standing orders ---
-
-type standingOrderRequest struct {
-	Name            *string         `json:"name"`
-	Description     *string         `json:"description"`
-	NaturalLanguage *string         `json:"naturalLanguage"`
-	TriggerType     *string         `json:"triggerType"`
-	Conditions      json.RawMessage `json:"conditions"`
-	Actions         json.RawMessage `json:"actions"`
-	Priority        *int            `json:"priority"`
-	IsActive        *bool           `json:"isActive"`
-}
-
-func (q standingOrderRequest) input() agent.StandingOrderInput {
-	nullToEmpty := func(raw json.RawMessage) json.RawMessage {
-		if string(raw) == "null" {
-			return nil
-		}
-		return raw
-	}
-	return agent.StandingOrderInput{Name: q.Name, Description: q.Description, NaturalLanguage: q.NaturalLanguage, TriggerType: q.TriggerType,
-		Conditions: nullToEmpty(q.Conditions), Actions: nullToEmpty(q.Actions), Priority: q.Priority, IsActive: q.IsActive}
-}
-
-func (s *Server) listStandingOrders(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.agent.ListStandingOrders(r.Context(), actorOf(r))
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, mapSlice(list, toStandingOrderJSON))
-	return nil
-}
-
-func (s *Server) createStandingOrder(w http.ResponseWriter, r *http.Request) error {
-	var req standingOrderRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	o, err := s.agent.CreateStandingOrder(r.Context(), actorOf(r), req.input())
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusCreated, toStandingOrderJSON(o))
-	return nil
-}
-
-func (s *Server) updateStandingOrder(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "standing order")
-	if err != nil {
-		return err
-	}
-	var req standingOrderRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	o, err := s.agent.UpdateStandingOrder(r.Context(), actorOf(r), id, req.input())
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toStandingOrderJSON(o))
-	return nil
-}
-
-func (s *Server) deleteStandingOrder(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "standing order")
-	if err != nil {
-		return err
-	}
-	if err := s.agent.DeleteStandingOrder(r.Context(), actorOf(r), id); err != nil {
-		return err
-	}
-	writeSuccess(w)
-	return nil
-}

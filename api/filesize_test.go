@@ -21,8 +21,6 @@ var handlerSizeExceptions = map[string]int{
 	"tracking.go":           432, // (apidoc17)
 	"request_validation.go": 447, // (apidoc17)
 	"operations.go":         509, // (ops18)
-	"embed.go":              663, // onto embed.Service (services16, not finished)
-	"agent.go":              499, // onto agent types (services16, not finished)
 	"webhooks.go":           486, // inbound webhooks onto a service (services16, not finished)
 }
 

@@ -10,6 +10,9 @@ import (
 	"github.com/fos-dev/fos/store"
 )
 
+// EndUser is a platform's own user (store row).
+type EndUser = store.EndUser
+
 // EndUserDetail is an end user with their bridges.
 type EndUserDetail struct {
 	store.EndUser
