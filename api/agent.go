@@ -348,4 +348,3 @@ func (s *Server) decideAgentAction(approve bool) handlerFunc {
 }
 
 // --- tool permissions ---
-

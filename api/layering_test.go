@@ -25,7 +25,7 @@ var layeringAllowlist = map[string][]string{
 	"errors.go": {storePkg}, "idempotency.go": {storePkg},
 	"organizations.go": {storePkg}, "respond.go": {storePkg},
 	"router.go": {storePkg, workflowsPkg},
-	"signin.go": {storePkg}, "webhooks.go": {storePkg},
+	"signin.go": {storePkg},
 }
 
 // layeringForbidden are the packages no handler file imports: handlers

@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -14,17 +13,15 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/config"
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/platforms"
-	"github.com/fos-dev/fos/store"
 )
 
 // Inbound platform webhooks (spec Part 2 "Inbound webhook", CONTRACT 6).
@@ -107,70 +104,6 @@ type webhookVerifier struct {
 	sealed     []byte
 }
 
-// maxWebhookVerifiers bounds the cache (it is dropped whole when full).
-const maxWebhookVerifiers = 10000
-
-// webhookMissingTTL is how long an id that names no bridge is answered
-// 404 without a database read (ids are random: a new bridge never has an
-// id that was probed before).
-const webhookMissingTTL = time.Minute
-
-// webhookVerifiers caches webhookVerifier by bridge id, and the ids that
-// named no bridge. The zero value is ready to use.
-type webhookVerifiers struct {
-	mu      sync.RWMutex
-	m       map[uuid.UUID]webhookVerifier
-	missing map[uuid.UUID]time.Time
-}
-
-func (c *webhookVerifiers) get(id uuid.UUID) (webhookVerifier, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	v, ok := c.m[id]
-	return v, ok
-}
-
-func (c *webhookVerifiers) put(id uuid.UUID, v webhookVerifier) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil || len(c.m) >= maxWebhookVerifiers {
-		c.m = map[uuid.UUID]webhookVerifier{}
-	}
-	c.m[id] = v
-}
-
-func (c *webhookVerifiers) drop(id uuid.UUID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, id)
-}
-
-// isMissing reports whether id was found to name no bridge lately.
-func (c *webhookVerifiers) isMissing(id uuid.UUID) bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	at, ok := c.missing[id]
-	return ok && time.Since(at) < webhookMissingTTL
-}
-
-func (c *webhookVerifiers) markMissing(id uuid.UUID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.missing == nil || len(c.missing) >= maxWebhookVerifiers {
-		c.missing = map[uuid.UUID]time.Time{}
-	}
-	c.missing[id] = time.Now()
-}
-
-// hookVerifiers is per Server (keyed by the Server, so test routers with
-// their own databases do not share entries).
-var hookVerifiers sync.Map // *Server -> *webhookVerifiers
-
-func (s *Server) webhookVerifiers() *webhookVerifiers {
-	v, _ := hookVerifiers.LoadOrStore(s, &webhookVerifiers{})
-	return v.(*webhookVerifiers)
-}
-
 // webhookVerifierFor reads the bridge and opens its secret, unless the
 // secret opened last time came from the same sealed credentials.
 func (s *Server) webhookVerifierFor(r *http.Request, id uuid.UUID) (webhookVerifier, error) {
@@ -178,8 +111,8 @@ func (s *Server) webhookVerifierFor(r *http.Request, id uuid.UUID) (webhookVerif
 	if cache.isMissing(id) {
 		return webhookVerifier{}, errNotFound("bridge")
 	}
-	b, err := store.BridgeByIDAnyOrganization(r.Context(), s.store.Pool, id)
-	if errors.Is(err, store.ErrNotFound) {
+	b, err := s.bridgeTasks.InboundBridge(r.Context(), id)
+	if errors.Is(err, domain.ErrNotFound) {
 		cache.markMissing(id)
 		return webhookVerifier{}, errNotFound("bridge")
 	}
@@ -191,15 +124,12 @@ func (s *Server) webhookVerifierFor(r *http.Request, id uuid.UUID) (webhookVerif
 		return v, nil
 	}
 	v := webhookVerifier{orgID: b.OrganizationID, bridgeType: b.Type, status: b.Status, sealed: b.Credentials}
-	if len(b.Credentials) > 0 {
-		full, err := store.BridgeFullConfig(s.secrets, b)
-		if err != nil {
-			// Not the sender's fault, but no proof can be checked.
-			s.log.WarnContext(r.Context(), "cannot open bridge credentials for an inbound webhook", append(logAttrs(r), "bridge_id", id.String(), "error", err.Error())...)
-		} else if sec, ok := full[platforms.ConfigWebhookSecret].(string); ok && sec != "" {
-			v.secret = sec
-			v.token = WebhookToken(sec, id)
-		}
+	if sec, err := s.bridgeTasks.WebhookSecret(b); err != nil {
+		// Not the sender's fault, but no proof can be checked.
+		s.log.WarnContext(r.Context(), "cannot open bridge credentials for an inbound webhook", append(logAttrs(r), "bridge_id", id.String(), "error", err.Error())...)
+	} else if sec != "" {
+		v.secret = sec
+		v.token = WebhookToken(sec, id)
 	}
 	cache.put(id, v)
 	return v, nil
@@ -298,7 +228,7 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if v.status != store.BridgeActive {
+	if v.status != bridgetasks.StatusActive {
 		return errNotFound("bridge")
 	}
 	ok, bodyOnly := v.verify(r, body)
@@ -324,77 +254,24 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 		hints.Topic = hints.Scope
 	}
 	topic := webhookTopic(r, hints.Topic, hints.ResourceType)
-	ev := store.WebhookEvent{
+	ev := bridgetasks.WebhookEvent{
 		ID: uuid.New(), OrganizationID: v.orgID, BridgeID: id,
 		Topic:     topic,
 		DedupeKey: webhookDedupeKey(r, v.bridgeType, topic, hints.ID, body, bodyOnly),
 		Payload:   trimmed,
 		Headers:   webhookHeaders(r),
 	}
-	eventID, inserted, err := store.InsertActiveBridgeWebhookEvent(r.Context(), s.store.Pool, ev)
-	if errors.Is(err, store.ErrNotFound) {
+	eventID, _, err := s.bridgeTasks.RecordWebhookEvent(r.Context(), ev)
+	if errors.Is(err, domain.ErrNotFound) {
 		// Paused, disconnected or deleted since it was cached.
 		s.webhookVerifiers().drop(id)
 		return errNotFound("bridge")
 	}
-	if errors.Is(err, store.ErrInvalidInput) {
-		return errInvalidPayload("the payload cannot be stored: " + err.Error())
-	}
 	if err != nil {
 		return err
 	}
-	if inserted {
-		s.relayWaker().poke()
-	}
 	writeData(w, http.StatusOK, map[string]any{"received": true, "event_id": eventID})
 	return nil
-}
-
-// relayWaker wakes the worker's relay (NOTIFY fos_webhook_events) after
-// events were stored: outside the insert's transaction, at most once per
-// relayWakeEvery whatever the rate. A NOTIFY inside each insert would
-// serialize their commits (PostgreSQL takes a global lock to queue a
-// notification at commit); the relay polls anyway, so a lost wake-up only
-// delays an event by one poll.
-type relayWaker struct {
-	pool interface {
-		Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	}
-	pending atomic.Bool
-	running atomic.Bool
-}
-
-const relayWakeEvery = 10 * time.Millisecond
-
-var relayWakers sync.Map // *Server -> *relayWaker
-
-func (s *Server) relayWaker() *relayWaker {
-	v, _ := relayWakers.LoadOrStore(s, &relayWaker{pool: s.store.Pool})
-	return v.(*relayWaker)
-}
-
-func (n *relayWaker) poke() {
-	n.pending.Store(true)
-	if n.running.CompareAndSwap(false, true) {
-		go n.loop()
-	}
-}
-
-func (n *relayWaker) loop() {
-	for {
-		for n.pending.Swap(false) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, _ = n.pool.Exec(ctx, `SELECT pg_notify($1, '')`, store.WebhookEventsChannel)
-			cancel()
-			time.Sleep(relayWakeEvery)
-		}
-		n.running.Store(false)
-		// A poke between the last Swap and the Store above finds running
-		// still true and starts nothing: look again.
-		if !n.pending.Load() || !n.running.CompareAndSwap(false, true) {
-			return
-		}
-	}
 }
 
 // webhookTopic: the platform's topic header, else X-Webhook-Topic, else the

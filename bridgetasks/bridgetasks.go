@@ -34,6 +34,10 @@ type (
 	Bridge    = store.Bridge
 )
 
+// StatusActive is the status of a bridge that runs tasks and takes
+// webhooks.
+const StatusActive = store.BridgeActive
+
 // Execution statuses.
 const (
 	StatusCompleted = store.TaskCompleted
