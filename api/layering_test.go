@@ -23,9 +23,9 @@ const (
 var layeringAllowlist = map[string][]string{
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"errors.go": {storePkg}, "idempotency.go": {storePkg},
-	"organizations.go": {storePkg}, "respond.go": {storePkg},
-	"router.go": {storePkg, workflowsPkg},
-	"signin.go": {storePkg},
+	"organizations.go": {storePkg},
+	"router.go":        {storePkg, workflowsPkg},
+	"signin.go":        {storePkg},
 }
 
 // layeringForbidden are the packages no handler file imports: handlers

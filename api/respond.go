@@ -2,7 +2,6 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,10 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/fos-dev/fos/domain"
-	"github.com/fos-dev/fos/store"
 )
 
 // writeJSON encodes v with status.
@@ -278,34 +274,6 @@ func writeList[T any](w http.ResponseWriter, items []T, p pageParams, total int)
 		items = []T{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"data": items, "pagination": newPagination(p, total)})
-}
-
-// writeByID answers GET /<resources>/{id}: the organization's resource
-// named by the id path parameter, loaded by load and shown by conv; 404
-// (as "what") when it is not the organization's.
-func writeByID[T, J any](s *Server, w http.ResponseWriter, r *http.Request, what string,
-	load func(context.Context, store.DBTX, uuid.UUID, uuid.UUID) (T, error), conv func(T) J) error {
-	v, err := loadByID(s, r, what, load)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, conv(v))
-	return nil
-}
-
-// loadByID loads the organization's row named by the {id} path parameter
-// with load; an unknown, malformed or foreign id is 404 naming what.
-func loadByID[T any](s *Server, r *http.Request, what string, load func(context.Context, store.DBTX, uuid.UUID, uuid.UUID) (T, error)) (T, error) {
-	var zero T
-	id, err := pathID(r, "id", what)
-	if err != nil {
-		return zero, err
-	}
-	v, err := load(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id)
-	if err != nil {
-		return zero, notFoundAs(err, what)
-	}
-	return v, nil
 }
 
 // fieldErrors gathers the problems of a request's parameters so that it
