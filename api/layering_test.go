@@ -24,7 +24,7 @@ var layeringAllowlist = map[string][]string{
 	"apikey_cache.go": {storePkg}, "apikeys.go": {storePkg}, "authn.go": {storePkg},
 	"errors.go": {storePkg}, "idempotency.go": {storePkg},
 	"organizations.go": {storePkg},
-	"router.go":        {storePkg, workflowsPkg},
+	"router.go":        {storePkg},
 	"signin.go":        {storePkg},
 }
 

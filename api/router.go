@@ -29,7 +29,6 @@ import (
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/telemetry"
 	"github.com/fos-dev/fos/worker"
-	"github.com/fos-dev/fos/workflows"
 )
 
 // Deps is what the API needs.
@@ -81,7 +80,7 @@ type Deps struct {
 	Platforms *platforms.Registry
 	// OperationTune, when set, adjusts each operation execution's input
 	// (tests and benchmarks: batch size, heartbeat).
-	OperationTune func(*workflows.OperationExecuteInput)
+	OperationTune worker.OperationTune
 	// Embed configures the embed endpoints (api/embed.go).
 	Embed EmbedDeps
 	// Tracing traces every request (a span named by its route pattern,

@@ -54,13 +54,17 @@ func NewOperations(deps Deps) *operations.Service {
 	return operations.New(d)
 }
 
+// OperationTune adjusts an operation execution's input before its run
+// starts (tests and benchmarks: batch size, heartbeat).
+type OperationTune = func(*workflows.OperationExecuteInput)
+
 // TemporalOperations is the Temporal adapter of operations.Runs.
 type TemporalOperations struct {
 	Client    client.Client
 	TaskQueue string
 	Log       *slog.Logger
 	// Tune, when set, adjusts the execution's input (tests, benchmarks).
-	Tune func(*workflows.OperationExecuteInput)
+	Tune OperationTune
 }
 
 // Execute implements operations.Runs: update-with-start of
