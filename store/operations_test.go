@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -254,4 +255,84 @@ func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
 	var left int
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM operation_items WHERE operation_id = $1) + (SELECT count(*) FROM operation_counts WHERE operation_id = $1)`, op.ID).Scan(&left))
 	require.Zero(t, left)
+}
+
+func TestStoreOperationAddItemsRecorded(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, other := bridgeTestOrg(t, s), bridgeTestOrg(t, s)
+	op, err := store.CreateOperation(ctx, s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Add"})
+	require.NoError(t, err)
+	orders := opTestOrders(t, s, org, 5)
+	by := "api_key:bench"
+	h1 := uuid.New()
+	res, err := store.AddItemsRecorded(ctx, s.Pool, org, op.ID, orders[:3], h1, &by)
+	require.NoError(t, err)
+	require.Equal(t, "draft", res.Status)
+	require.Empty(t, res.Foreign)
+	require.Len(t, res.Added, 3)
+	for i, it := range res.Added {
+		require.Equal(t, orders[i], it.OrderID)
+		require.Equal(t, "pending", it.Status)
+		require.Equal(t, org, it.OrganizationID)
+		if i > 0 {
+			require.Greater(t, it.Seq, res.Added[i-1].Seq)
+		}
+	}
+	entry, err := store.HistoryByID(ctx, s.Pool, org, op.ID, h1)
+	require.NoError(t, err)
+	require.Equal(t, "items_added", entry.Action)
+	require.Equal(t, []uuid.UUID{res.Added[0].ID, res.Added[1].ID, res.Added[2].ID}, entry.AffectedItemIDs)
+	require.Equal(t, orders[:3], entry.AffectedOrderIDs)
+	require.JSONEq(t, `{"items": []}`, string(entry.PreviousState))
+	var next struct{ Items []store.ItemFields }
+	require.NoError(t, json.Unmarshal(entry.NewState, &next))
+	require.Equal(t, []store.ItemFields{store.FieldsOf(res.Added[0]), store.FieldsOf(res.Added[1]), store.FieldsOf(res.Added[2])}, next.Items)
+	require.Equal(t, by, *entry.PerformedBy)
+	require.True(t, entry.IsUndoable)
+	got, err := store.OperationByID(ctx, s.Pool, org, op.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, got.ItemCount)
+	require.True(t, got.UpdatedAt.After(op.UpdatedAt), "the operation was touched")
+
+	// Duplicates are left out; nothing added records no entry.
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, orders[2:], uuid.New(), &by)
+	require.NoError(t, err)
+	require.Len(t, res.Added, 2)
+	require.Equal(t, orders[3], res.Added[0].OrderID)
+	h3 := uuid.New()
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, orders[:2], h3, &by)
+	require.NoError(t, err)
+	require.Empty(t, res.Added)
+	_, err = store.HistoryByID(ctx, s.Pool, org, op.ID, h3)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// A foreign or unknown order: named, nothing written.
+	foreign, unknown := opTestOrders(t, s, other, 1)[0], uuid.New()
+	fresh := opTestOrders(t, s, org, 1)[0]
+	h4 := uuid.New()
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, []uuid.UUID{fresh, foreign, unknown}, h4, &by)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{foreign, unknown}, res.Foreign)
+	require.Empty(t, res.Added)
+	_, err = store.HistoryByID(ctx, s.Pool, org, op.ID, h4)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	got, err = store.OperationByID(ctx, s.Pool, org, op.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, got.ItemCount)
+
+	// Not a draft: the status is told and nothing is written.
+	_, err = store.SetOperationStatus(ctx, s.Pool, org, op.ID, []string{"draft"}, "pending", nil)
+	require.NoError(t, err)
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, []uuid.UUID{fresh}, uuid.New(), &by)
+	require.NoError(t, err)
+	require.Equal(t, "pending", res.Status)
+	require.Empty(t, res.Added)
+	got, err = store.OperationByID(ctx, s.Pool, org, op.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, got.ItemCount)
+
+	// Another organization's operation: not found.
+	_, err = store.AddItemsRecorded(ctx, s.Pool, other, op.ID, []uuid.UUID{fresh}, uuid.New(), &by)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
