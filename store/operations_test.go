@@ -336,3 +336,56 @@ func TestStoreOperationAddItemsRecorded(t *testing.T) {
 	_, err = store.AddItemsRecorded(ctx, s.Pool, other, op.ID, []uuid.UUID{fresh}, uuid.New(), &by)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// TestStoreOperationItemPages: every filter's pages are the matching items
+// in order (operation_item_page walks the filter's index), with the total.
+func TestStoreOperationItemPages(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org := bridgeTestOrg(t, s)
+	acct := snapTestAccount(t, s, org)
+	snap, err := store.CreateRateSnapshot(ctx, s.Pool, snapTestNew(org, acct))
+	require.NoError(t, err)
+	op, err := store.CreateOperation(ctx, s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Pages"})
+	require.NoError(t, err)
+	items := opTestAdd(t, s, org, op.ID, opTestOrders(t, s, org, 12))
+	// Items 0, 3, 6, 9 rated; items 0-5 failed, the rest pending.
+	var f []store.ItemFields
+	for i, it := range items {
+		x := store.FieldsOf(it)
+		if i%3 == 0 {
+			x.RateSnapshotID = &snap.ID
+		}
+		if i < 6 {
+			x.Status = "failed"
+		}
+		f = append(f, x)
+	}
+	require.NoError(t, store.SetItemFields(ctx, s.Pool, op.ID, f, nil))
+	yes, no := true, false
+	for _, c := range []struct {
+		status string
+		rated  *bool
+	}{{"", nil}, {"failed", nil}, {"pending", nil}, {"", &yes}, {"", &no}, {"failed", &yes}, {"pending", &no}, {"skipped", &yes}} {
+		var want []uuid.UUID
+		for i, it := range items {
+			if (c.status == "" || f[i].Status == c.status) && (c.rated == nil || (f[i].RateSnapshotID != nil) == *c.rated) {
+				want = append(want, it.ID)
+			}
+		}
+		var got []uuid.UUID
+		for off := 0; off < len(items)+2; off += 2 {
+			page, total, err := store.ListItems(ctx, s.Pool, org, op.ID, store.ItemFilter{Status: c.status, HasRate: c.rated, Limit: 2, Offset: off})
+			require.NoError(t, err)
+			require.Equal(t, len(want), total, "%+v", c)
+			for _, r := range page {
+				got = append(got, r.ID)
+				require.Equal(t, org, r.OrganizationID)
+				require.Contains(t, string(r.Order), r.OrderID.String())
+			}
+		}
+		require.Equal(t, want, got, "%+v", c)
+	}
+	_, _, _, err = store.ListOperationItems(ctx, s.Pool, bridgeTestOrg(t, s), op.ID, store.ItemFilter{Limit: 10})
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
