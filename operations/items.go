@@ -138,7 +138,10 @@ func (s *Service) AddItems(ctx context.Context, actor domain.Actor, opID uuid.UU
 	if added == nil {
 		added = []Item{}
 	}
-	s.store.NoteBulkWrite(ctx, "operation_items", len(added))
+	// Statistics after bulk adds (store.NoteBulkWrite), off the caller's
+	// path: the item lists walk their index whatever the statistics say
+	// (operation_item_page), so an add does not wait for an ANALYZE.
+	go s.store.NoteBulkWrite(context.WithoutCancel(ctx), "operation_items", len(added))
 	return added, nil
 }
 
