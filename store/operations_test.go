@@ -170,16 +170,22 @@ func TestStoreOperationClaimResumesItsOwnItems(t *testing.T) {
 	require.EqualValues(t, 1, got.CompletedCount)
 }
 
-func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
+// opTestRated is an organization with a rate snapshot and a draft
+// operation of n new orders' items.
+func opTestRated(t *testing.T, n int) (*store.Store, uuid.UUID, store.RateSnapshot, store.Operation, []store.OperationItem) {
+	t.Helper()
 	s := storetest.New(t)
-	ctx := t.Context()
 	org := bridgeTestOrg(t, s)
-	acct := snapTestAccount(t, s, org)
-	snap, err := store.CreateRateSnapshot(ctx, s.Pool, snapTestNew(org, acct))
+	snap, err := store.CreateRateSnapshot(t.Context(), s.Pool, snapTestNew(org, snapTestAccount(t, s, org)))
 	require.NoError(t, err)
-	op, err := store.CreateOperation(ctx, s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Items"})
+	op, err := store.CreateOperation(t.Context(), s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Items"})
 	require.NoError(t, err)
-	items := opTestAdd(t, s, org, op.ID, opTestOrders(t, s, org, 5))
+	return s, org, snap, op, opTestAdd(t, s, org, op.ID, opTestOrders(t, s, org, n))
+}
+
+func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
+	s, org, snap, op, items := opTestRated(t, 5)
+	ctx := t.Context()
 	require.Len(t, items, 5)
 
 	// Assign the snapshot to two items: cost and the rated counter follow.
@@ -340,15 +346,8 @@ func TestStoreOperationAddItemsRecorded(t *testing.T) {
 // TestStoreOperationItemPages: every filter's pages are the matching items
 // in order (operation_item_page walks the filter's index), with the total.
 func TestStoreOperationItemPages(t *testing.T) {
-	s := storetest.New(t)
+	s, org, snap, op, items := opTestRated(t, 12)
 	ctx := t.Context()
-	org := bridgeTestOrg(t, s)
-	acct := snapTestAccount(t, s, org)
-	snap, err := store.CreateRateSnapshot(ctx, s.Pool, snapTestNew(org, acct))
-	require.NoError(t, err)
-	op, err := store.CreateOperation(ctx, s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Pages"})
-	require.NoError(t, err)
-	items := opTestAdd(t, s, org, op.ID, opTestOrders(t, s, org, 12))
 	// Items 0, 3, 6, 9 rated; items 0-5 failed, the rest pending.
 	var f []store.ItemFields
 	for i, it := range items {
@@ -386,6 +385,6 @@ func TestStoreOperationItemPages(t *testing.T) {
 		}
 		require.Equal(t, want, got, "%+v", c)
 	}
-	_, _, _, err = store.ListOperationItems(ctx, s.Pool, bridgeTestOrg(t, s), op.ID, store.ItemFilter{Limit: 10})
+	_, _, _, err := store.ListOperationItems(ctx, s.Pool, bridgeTestOrg(t, s), op.ID, store.ItemFilter{Limit: 10})
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
