@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
 	enumspb "go.temporal.io/api/enums/v1"
 	"io"
 	"log/slog"
@@ -45,6 +49,7 @@ type opsStack struct {
 	key     string
 	org     string
 	snap    string
+	acct    string
 	// carriersURL is the counting sandbox carriers' address.
 	carriersURL string
 }
@@ -85,7 +90,7 @@ func startOps(t testing.TB, tune func(*workflows.OperationExecuteInput)) *opsSta
 	}))
 	o.org = signup["organization"].(map[string]any)["id"].(string)
 	code, out := o.call(signup["access_token"].(string), o.org, "POST", "/api/v1/api-keys", map[string]any{
-		"name": "e2e", "scopes": []string{"operations:read", "operations:write", "operations:execute", "shipments:read"},
+		"name": "e2e", "scopes": []string{"operations:read", "operations:write", "operations:execute", "shipments:read", "shipments:write"},
 	})
 	require.Equal(t, 201, code, "%v", out)
 	o.key = data(out)["key"].(string)
@@ -105,7 +110,7 @@ func startOps(t testing.TB, tune func(*workflows.OperationExecuteInput)) *opsSta
 		ship_from, ship_to, packages, quoted_at, expires_at, created_at) VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'Ground', 8.5, 'USD',
 		'{}', '{}', '[{"weight":{"value":2,"unit":"lb"},"length":12,"width":10,"height":6,"dimensionUnit":"in"}]', now(), now() + interval '1 day', now())`, snap, o.org, acct)
 	require.NoError(t, err)
-	o.snap = snap.String()
+	o.snap, o.acct = snap.String(), acct.String()
 	return o
 }
 
@@ -116,9 +121,8 @@ func (o *opsStack) startWorker() sdkworker.Worker {
 	return w
 }
 
-// operation creates an operation of n orders, each with the snapshot
-// assigned, and returns its id.
-func (o *opsStack) operation(n int) string {
+// orders inserts n orders of the organization (one statement).
+func (o *opsStack) orders(n int) []uuid.UUID {
 	o.t.Helper()
 	ids := make([]uuid.UUID, n)
 	for i := range ids {
@@ -129,6 +133,14 @@ SELECT x, $1, x::text, 'confirmed', '{"email": "c@example.com"}', 'c@example.com
        '{"name": "Chloe Chen", "address1": "1 Pike St", "city": "Seattle", "provinceCode": "WA", "zip": "98101", "countryCode": "US"}', '[]', '{"total": 0}', now()
   FROM unnest($2::uuid[]) AS x`, o.org, ids)
 	require.NoError(o.t, err)
+	return ids
+}
+
+// operation creates an operation of n orders, each with the snapshot
+// assigned, and returns its id.
+func (o *opsStack) operation(n int) string {
+	o.t.Helper()
+	ids := o.orders(n)
 	op := data(o.mustCall(201, o.key, "POST", "/api/v1/operations", map[string]any{"name": "Bulk labels"}))["id"].(string)
 	for lo := 0; lo < n; lo += 500 {
 		chunk := make([]string, 0, 500)
@@ -385,16 +397,27 @@ func TestOperationWorkerKilledMidExecution(t *testing.T) {
 	require.EqualValues(t, labels, int(o.voids.Load()-voidsBefore), "each label was sent to the carrier's void once")
 }
 
-// BenchmarkOperationExecute1000 executes a 1,000-item operation that buys
-// a label per item on the sandbox carrier (embedded Temporal, one worker):
+// BenchmarkOperationExecute1000 executes an operation of 1,000 items
+// (FOS_BENCH_OPS_N: e.g. 10000) that buys a label per item on the sandbox
+// carrier (embedded Temporal, one worker) and, in the same run, buys 1,000
+// labels through POST /shipments from 8 clients at once (the single path:
+// a purchase workflow per label); it reports both rates and their ratio:
 //
-//	./scripts/test-postgres.sh go test ./e2e -run '^$' -bench OperationExecute -benchtime 2x
+//	./scripts/test-postgres.sh go test ./e2e -run '^$' -bench OperationExecute -benchtime 1x
+//	FOS_BENCH_OPS_N=10000 ./scripts/test-postgres.sh go test ./e2e -run '^$' -bench OperationExecute -benchtime 1x -timeout 60m
 //
 // FOS_BENCH_OPS_PAR and FOS_BENCH_OPS_ITEM_PAR override the batches in
 // flight and the items at once per batch (defaults 4 and 8: more does not
 // go faster on 2 cores, where PostgreSQL and the embedded server share
-// the CPU).
+// the CPU); FOS_BENCH_SINGLE_N and FOS_BENCH_SINGLE_CLIENTS the single
+// path's calls and clients (defaults 1,000 and 8).
 func BenchmarkOperationExecute1000(b *testing.B) {
+	env := func(name string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
 	o := startOps(b, func(in *workflows.OperationExecuteInput) {
 		if v, err := strconv.Atoi(os.Getenv("FOS_BENCH_OPS_PAR")); err == nil {
 			in.Parallelism = v
@@ -405,23 +428,76 @@ func BenchmarkOperationExecute1000(b *testing.B) {
 	})
 	w := o.startWorker()
 	b.Cleanup(w.Stop)
-	const n = 1000
-	var total time.Duration
+	n, singles, clients := env("FOS_BENCH_OPS_N", 1000), env("FOS_BENCH_SINGLE_N", 1000), env("FOS_BENCH_SINGLE_CLIENTS", 8)
+	var batch, single time.Duration
 	for range b.N {
 		b.StopTimer()
 		op := o.operation(n)
+		orders := o.orders(singles)
 		b.StartTimer()
 		began := time.Now()
 		if code, out := o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/execute", nil); code != 202 {
 			b.Fatalf("execute answered %d: %v", code, out)
 		}
-		done := o.waitOperation(op, 5*time.Minute, finished)
-		total += time.Since(began)
-		if done["status"] != "completed" {
+		done := o.waitOperation(op, 2*time.Minute+time.Duration(n)*50*time.Millisecond, finished)
+		batch += time.Since(began)
+		if done["status"] != "completed" || done["completedCount"].(float64) != float64(n) {
 			b.Fatalf("operation ended %v", done)
 		}
+		began = time.Now()
+		if err := o.postShipments(orders, clients); err != nil {
+			b.Fatal(err)
+		}
+		single += time.Since(began)
 	}
-	b.ReportMetric(float64(n*b.N)/total.Seconds(), "items/s")
+	itemsPerSec := float64(n*b.N) / batch.Seconds()
+	singlePerSec := float64(singles*b.N) / single.Seconds()
+	b.ReportMetric(itemsPerSec, "items/s")
+	b.ReportMetric(singlePerSec, "single-labels/s")
+	b.ReportMetric(itemsPerSec/singlePerSec, "batch/single")
+}
+
+// postShipments buys a label per order through POST /shipments from
+// clients at once; every call must answer 201.
+func (o *opsStack) postShipments(orders []uuid.UUID, clients int) error {
+	next := make(chan uuid.UUID)
+	errs := make(chan error, clients)
+	for range clients {
+		go func() {
+			var first error
+			for id := range next {
+				raw, _ := json.Marshal(map[string]any{"order_id": id, "carrier_account_id": o.acct, "service": "FEDEX_GROUND",
+					"parcels": []any{map[string]any{"length": 12, "width": 10, "height": 6, "weight": 2, "unit": "lb"}}})
+				req, err := http.NewRequest("POST", o.api.URL+"/api/v1/shipments", bytes.NewReader(raw))
+				if err != nil {
+					first = cmp.Or(first, err)
+					continue
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Authorization", "Bearer "+o.key)
+				resp, err := o.api.Client().Do(req)
+				if err != nil {
+					first = cmp.Or(first, err)
+					continue
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusCreated {
+					first = cmp.Or(first, fmt.Errorf("POST /shipments answered %d: %s", resp.StatusCode, body))
+				}
+			}
+			errs <- first
+		}()
+	}
+	for _, id := range orders {
+		next <- id
+	}
+	close(next)
+	var first error
+	for range clients {
+		first = cmp.Or(first, <-errs)
+	}
+	return first
 }
 
 // TestReconcilerSettlesOperations: an executing operation whose run

@@ -52,7 +52,7 @@ func (s *Service) inDraft(ctx context.Context, orgID, opID uuid.UUID, fn func(tx
 			return err
 		}
 		if st != store.OperationDraft {
-			return domain.Conflict("the operation is " + st + "; its items change only while it is a draft")
+			return draftOnly(st)
 		}
 		if err := fn(tx); err != nil {
 			return err
@@ -60,6 +60,11 @@ func (s *Service) inDraft(ctx context.Context, orgID, opID uuid.UUID, fn func(tx
 		return store.TouchOperation(ctx, tx, opID)
 	})
 	return storeErr(err, "operation")
+}
+
+// draftOnly is the refusal of a change of items of an operation in status.
+func draftOnly(status string) error {
+	return domain.Conflict("the operation is " + status + "; its items change only while it is a draft")
 }
 
 // itemsState is a history entry's state of items.
@@ -114,33 +119,30 @@ func (s *Service) AddItems(ctx context.Context, actor domain.Actor, opID uuid.UU
 	if err != nil {
 		return nil, err
 	}
-	orgID := actor.OrganizationID
-	var added []Item
-	err = s.inDraft(ctx, orgID, opID, func(tx pgx.Tx) error {
-		bad, err := store.ForeignOrders(ctx, tx, orgID, orderIDs)
-		if err != nil {
-			return err
+	// One statement locks the draft, checks the orders, inserts, records
+	// the history entry and touches the operation (store.AddItemsRecorded).
+	res, err := store.AddItemsRecorded(ctx, s.store.Pool, actor.OrganizationID, opID, orderIDs, uuid.New(), performer(actor))
+	switch {
+	case err != nil:
+		return nil, storeErr(err, "operation")
+	case res.Status != store.OperationDraft:
+		return nil, draftOnly(res.Status)
+	case len(res.Foreign) > 0:
+		names := make([]string, 0, min(len(res.Foreign), 20))
+		for _, id := range res.Foreign[:min(len(res.Foreign), 20)] {
+			names = append(names, id.String())
 		}
-		if len(bad) > 0 {
-			names := make([]string, 0, min(len(bad), 20))
-			for _, id := range bad[:min(len(bad), 20)] {
-				names = append(names, id.String())
-			}
-			return domain.InvalidField("orderIds", "holds orders that do not exist: "+strings.Join(names, ", "))
-		}
-		added, err = store.AddItems(ctx, tx, orgID, opID, orderIDs)
-		if err != nil || len(added) == 0 {
-			return err
-		}
-		return record(ctx, tx, actor, opID, store.HistoryItemsAdded, nil, fieldsOf(added))
-	})
+		return nil, domain.InvalidField("orderIds", "holds orders that do not exist: "+strings.Join(names, ", "))
+	}
+	added := res.Added
 	if added == nil {
 		added = []Item{}
 	}
-	if err == nil {
-		s.store.NoteBulkWrite(ctx, "operation_items", len(added))
-	}
-	return added, err
+	// Statistics after bulk adds (store.NoteBulkWrite), off the caller's
+	// path: the item lists walk their index whatever the statistics say
+	// (operation_item_page), so an add does not wait for an ANALYZE.
+	go s.store.NoteBulkWrite(context.WithoutCancel(ctx), "operation_items", len(added))
+	return added, nil
 }
 
 // ListItemsInput selects items.
@@ -158,10 +160,8 @@ func (s *Service) ListItems(ctx context.Context, actor domain.Actor, opID uuid.U
 	if in.Status != "" && !slices.Contains(store.ItemStatuses, in.Status) {
 		return nil, 0, domain.InvalidField("status", "must be one of "+strings.Join(store.ItemStatuses, ", "))
 	}
-	if _, err := store.OperationByID(ctx, s.store.Pool, actor.OrganizationID, opID); err != nil {
-		return nil, 0, storeErr(err, "operation")
-	}
-	list, total, err := store.ListItems(ctx, s.store.Pool, actor.OrganizationID, opID, store.ItemFilter{Status: in.Status, HasRate: in.HasRate, Limit: in.Limit, Offset: in.Offset})
+	_, list, total, err := store.ListOperationItems(ctx, s.store.Pool, actor.OrganizationID, opID,
+		store.ItemFilter{Status: in.Status, HasRate: in.HasRate, Limit: in.Limit, Offset: in.Offset})
 	return list, total, storeErr(err, "operation")
 }
 

@@ -251,6 +251,103 @@ SELECT * FROM ins ORDER BY seq`, orgID, opID, ids, orderIDs)
 	return out, mapErr(err)
 }
 
+// AddItemsResult is what AddItemsRecorded did: the operation's status
+// (its change needs a draft), the ids that are not orders of the
+// organization (nothing was written when there are any), and the items
+// inserted, in order.
+type AddItemsResult struct {
+	Status  string
+	Foreign []uuid.UUID
+	Added   []OperationItem
+}
+
+// addItemsRecordedSQL locks the operation, finds the foreign orders, and
+// only when it is a draft and there are none inserts the items (duplicates
+// ignored), records the items_added entry (previousState {"items": []},
+// newState the items' ItemFields, as the other entries) and moves the
+// operation's updated_at: one statement, one round trip, one probe of the
+// orders' primary key per id. The first row tells the status and the
+// foreign ids; each further row is an item inserted.
+const addItemsRecordedSQL = `WITH op AS (
+  SELECT o.status FROM operations o WHERE o.organization_id = $1 AND o.id = $2 FOR UPDATE
+), want AS MATERIALIZED (
+  SELECT x.id, x.order_id, x.n, EXISTS (SELECT 1 FROM orders o WHERE o.id = x.order_id AND o.organization_id = $1) AS known
+    FROM unnest($3::uuid[], $4::uuid[]) WITH ORDINALITY AS x(id, order_id, n)
+), gate AS (
+  SELECT (SELECT status FROM op) = 'draft' AND NOT EXISTS (SELECT 1 FROM want WHERE NOT known) AS ok
+), ins AS (
+  INSERT INTO operation_items AS i (id, organization_id, operation_id, order_id)
+  SELECT w.id, $1, $2, w.order_id FROM want w WHERE (SELECT ok FROM gate)
+   ORDER BY w.n
+  ON CONFLICT (operation_id, order_id) DO NOTHING
+  RETURNING ` + itemCols + `
+), hist AS (
+  INSERT INTO operation_history (id, organization_id, operation_id, action, affected_item_ids, affected_order_ids,
+         previous_state, new_state, is_undoable, performed_by)
+  SELECT $5, $1, $2, 'items_added', array_agg(ins.id ORDER BY ins.seq), array_agg(ins.order_id ORDER BY ins.seq),
+         '{"items": []}', jsonb_build_object('items', jsonb_agg(jsonb_build_object('id', ins.id, 'orderId', ins.order_id,
+           'status', ins.status, 'rateSnapshotId', ins.rate_snapshot_id, 'overrideCarrierAccountId', ins.override_carrier_account_id,
+           'overrideDispatchBridgeId', ins.override_dispatch_bridge_id) ORDER BY ins.seq)), true, $6
+    FROM ins HAVING count(*) > 0
+), touch AS (
+  UPDATE operations SET updated_at = now() WHERE id = $2 AND (SELECT ok FROM gate)
+)
+SELECT 0 AS part, (SELECT status FROM op) AS op_status,
+       (SELECT coalesce(array_agg(order_id ORDER BY n), '{}') FROM want WHERE NOT known) AS foreign_ids,
+       $2::uuid AS id, $1::uuid AS organization_id, $2::uuid AS operation_id, 0::bigint AS seq, $2::uuid AS order_id,
+       '' AS status, NULL::uuid AS rate_snapshot_id, NULL::uuid AS override_carrier_account_id,
+       NULL::uuid AS override_dispatch_bridge_id, '[]'::jsonb AS pending_actions, '[]'::jsonb AS applied_actions,
+       0 AS retry_count, NULL::text AS error_message, NULL::uuid AS shipment_id, NULL::uuid AS dispatch_assignment_id,
+       0::float8 AS cost, now() AS created_at, now() AS updated_at
+UNION ALL
+SELECT * FROM (SELECT 1, NULL::text, NULL::uuid[], ins.* FROM ins ORDER BY ins.seq) added`
+
+// AddItemsRecorded adds an item per order to a draft operation and
+// records the history entry historyID performed by performedBy, in one
+// statement (see addItemsRecordedSQL). ErrNotFound when the operation is
+// not the organization's; otherwise the caller reads the status and the
+// foreign ids: nothing was written unless the status is draft and there
+// are no foreign ids. Orders already in the operation are left out.
+func AddItemsRecorded(ctx context.Context, db DBTX, orgID, opID uuid.UUID, orderIDs []uuid.UUID, historyID uuid.UUID, performedBy *string) (AddItemsResult, error) {
+	ids := make([]uuid.UUID, len(orderIDs))
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	rows, err := db.Query(ctx, addItemsRecordedSQL, orgID, opID, ids, orderIDs, historyID, performedBy)
+	if err != nil {
+		return AddItemsResult{}, mapErr(err)
+	}
+	defer rows.Close()
+	var out AddItemsResult
+	found := false
+	for rows.Next() {
+		var part int
+		var status *string
+		var foreign []uuid.UUID
+		var it OperationItem
+		if err := rows.Scan(&part, &status, &foreign, &it.ID, &it.OrganizationID, &it.OperationID, &it.Seq, &it.OrderID, &it.Status,
+			&it.RateSnapshotID, &it.OverrideCarrierAccountID, &it.OverrideDispatchBridgeID, &it.PendingActions, &it.AppliedActions,
+			&it.RetryCount, &it.ErrorMessage, &it.ShipmentID, &it.DispatchAssignmentID, &it.Cost, &it.CreatedAt, &it.UpdatedAt); err != nil {
+			return AddItemsResult{}, mapErr(err)
+		}
+		if part == 0 {
+			if status != nil {
+				found = true
+				out.Status, out.Foreign = *status, foreign
+			}
+			continue
+		}
+		out.Added = append(out.Added, it)
+	}
+	if err := rows.Err(); err != nil {
+		return AddItemsResult{}, mapErr(err)
+	}
+	if !found {
+		return AddItemsResult{}, ErrNotFound
+	}
+	return out, nil
+}
+
 // ItemFilter selects items of a list.
 type ItemFilter struct {
 	Status  string
@@ -269,11 +366,12 @@ type ItemRow struct {
 	OverrideDispatchBridge json.RawMessage `db:"bridge_json"`
 }
 
-// ListItems lists an operation's items in order with their expansions,
-// and the total. Totals come from the counters when one filter or none is
-// given, else from a count on the status index.
-func ListItems(ctx context.Context, db DBTX, orgID, opID uuid.UUID, f ItemFilter) ([]ItemRow, int, error) {
-	rows, _ := db.Query(ctx, `SELECT `+itemCols+`,
+// itemPageSelect lists a page of an operation's items with their
+// expansions: operation_item_page (migration 00100) walks the index of the
+// filter to the page's 100 seqs at most, and only those rows are read and
+// joined (the offset's rows are never joined nor built). Nothing is listed
+// unless the operation is the organization's ($1).
+const itemPageSelect = `SELECT ` + itemCols + `,
   json_build_object('id', o.id, 'externalId', o.external_id, 'orderNumber', o.order_number, 'customerEmail', o.customer_email,
                     'customerName', o.customer_name, 'totalPrice', o.total, 'currency', o.currency, 'status', o.status) AS order_json,
   CASE WHEN s.id IS NULL THEN NULL ELSE json_build_object('id', s.id, 'carrierAccountId', s.carrier_account_id, 'carrier', s.carrier,
@@ -281,37 +379,60 @@ func ListItems(ctx context.Context, db DBTX, orgID, opID uuid.UUID, f ItemFilter
        'transitDays', s.transit_days, 'estimatedDelivery', s.estimated_delivery, 'expiresAt', s.expires_at) END AS snapshot_json,
   CASE WHEN a.id IS NULL THEN NULL ELSE json_build_object('id', a.id, 'name', a.name, 'carrier', a.carrier, 'status', a.status) END AS account_json,
   CASE WHEN b.id IS NULL THEN NULL ELSE json_build_object('id', b.id, 'name', b.name, 'type', b.type, 'status', b.status) END AS bridge_json
-  FROM operation_items i
+  FROM operation_item_page($2, $3, $4, $5, $6) AS p
+  JOIN operation_items i ON i.operation_id = $2 AND i.seq = p.seq
   JOIN orders o ON o.id = i.order_id
   LEFT JOIN rate_snapshots s ON s.id = i.rate_snapshot_id
   LEFT JOIN carrier_accounts a ON a.id = i.override_carrier_account_id
   LEFT JOIN bridges b ON b.id = i.override_dispatch_bridge_id
- WHERE i.organization_id = $1 AND i.operation_id = $2 AND ($3 = '' OR i.status = $3)
-   AND ($4::boolean IS NULL OR (i.rate_snapshot_id IS NOT NULL) = $4)
- ORDER BY i.seq LIMIT $5 OFFSET $6`, orgID, opID, f.Status, f.HasRate, f.Limit, f.Offset)
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[ItemRow])
-	if err != nil {
-		return nil, 0, mapErr(err)
+ WHERE EXISTS (SELECT 1 FROM operations op WHERE op.id = $2 AND op.organization_id = $1)
+ ORDER BY i.seq`
+
+// ListItems lists an operation's items in order with their expansions,
+// and the total; nothing (and 0) when the operation is not the
+// organization's.
+func ListItems(ctx context.Context, db DBTX, orgID, opID uuid.UUID, f ItemFilter) ([]ItemRow, int, error) {
+	_, list, total, err := ListOperationItems(ctx, db, orgID, opID, f)
+	if errors.Is(err, ErrNotFound) {
+		return nil, 0, nil
 	}
-	total, err := countItems(ctx, db, orgID, opID, f)
 	return list, total, err
 }
 
-func countItems(ctx context.Context, db DBTX, orgID, opID uuid.UUID, f ItemFilter) (int, error) {
-	var total int64
-	if f.Status != "" && f.HasRate != nil {
-		err := db.QueryRow(ctx, `SELECT count(*) FROM operation_items WHERE operation_id = $1 AND status = $2 AND (rate_snapshot_id IS NOT NULL) = $3`,
-			opID, f.Status, *f.HasRate).Scan(&total)
-		return int(total), mapErr(err)
+// ListOperationItems is the operation (ErrNotFound when it is not the
+// organization's) with a page of its items and their total, in one round
+// trip: the operation with its counters, the page, and (only when both
+// filters are given) a count on the status index are sent as one batch.
+// The total comes from the counters when one filter or none is given.
+func ListOperationItems(ctx context.Context, db DBTX, orgID, opID uuid.UUID, f ItemFilter) (Operation, []ItemRow, int, error) {
+	var status *string
+	if f.Status != "" {
+		status = &f.Status
 	}
-	op, err := OperationByID(ctx, db, orgID, opID)
-	if errors.Is(err, ErrNotFound) {
-		return 0, nil
+	both := f.Status != "" && f.HasRate != nil
+	b := &pgx.Batch{}
+	b.Queue(operationSelect+` WHERE o.organization_id = $1 AND o.id = $2`, orgID, opID)
+	b.Queue(itemPageSelect, orgID, opID, status, f.HasRate, f.Limit, f.Offset)
+	if both {
+		b.Queue(`SELECT count(*) FROM operation_items WHERE operation_id = $1 AND status = $2 AND (rate_snapshot_id IS NOT NULL) = $3`,
+			opID, f.Status, *f.HasRate)
 	}
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	rows, _ := br.Query()
+	op, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Operation])
 	if err != nil {
-		return 0, err
+		return op, nil, 0, mapErr(err)
 	}
+	rows, _ = br.Query()
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[ItemRow])
+	if err != nil {
+		return op, nil, 0, mapErr(err)
+	}
+	var total int64
 	switch {
+	case both:
+		err = br.QueryRow().Scan(&total)
 	case f.HasRate != nil && *f.HasRate:
 		total = op.RatedCount
 	case f.HasRate != nil:
@@ -329,7 +450,10 @@ func countItems(ctx context.Context, db DBTX, orgID, opID uuid.UUID, f ItemFilte
 	default:
 		total = op.ItemCount
 	}
-	return int(total), nil
+	if err != nil {
+		return op, nil, 0, mapErr(err)
+	}
+	return op, list, int(total), mapErr(br.Close())
 }
 
 // ItemByID is an item of the operation (of the organization).

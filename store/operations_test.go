@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -169,16 +170,22 @@ func TestStoreOperationClaimResumesItsOwnItems(t *testing.T) {
 	require.EqualValues(t, 1, got.CompletedCount)
 }
 
-func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
+// opTestRated is an organization with a rate snapshot and a draft
+// operation of n new orders' items.
+func opTestRated(t *testing.T, n int) (*store.Store, uuid.UUID, store.RateSnapshot, store.Operation, []store.OperationItem) {
+	t.Helper()
 	s := storetest.New(t)
-	ctx := t.Context()
 	org := bridgeTestOrg(t, s)
-	acct := snapTestAccount(t, s, org)
-	snap, err := store.CreateRateSnapshot(ctx, s.Pool, snapTestNew(org, acct))
+	snap, err := store.CreateRateSnapshot(t.Context(), s.Pool, snapTestNew(org, snapTestAccount(t, s, org)))
 	require.NoError(t, err)
-	op, err := store.CreateOperation(ctx, s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Items"})
+	op, err := store.CreateOperation(t.Context(), s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Items"})
 	require.NoError(t, err)
-	items := opTestAdd(t, s, org, op.ID, opTestOrders(t, s, org, 5))
+	return s, org, snap, op, opTestAdd(t, s, org, op.ID, opTestOrders(t, s, org, n))
+}
+
+func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
+	s, org, snap, op, items := opTestRated(t, 5)
+	ctx := t.Context()
 	require.Len(t, items, 5)
 
 	// Assign the snapshot to two items: cost and the rated counter follow.
@@ -254,4 +261,130 @@ func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
 	var left int
 	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM operation_items WHERE operation_id = $1) + (SELECT count(*) FROM operation_counts WHERE operation_id = $1)`, op.ID).Scan(&left))
 	require.Zero(t, left)
+}
+
+func TestStoreOperationAddItemsRecorded(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, other := bridgeTestOrg(t, s), bridgeTestOrg(t, s)
+	op, err := store.CreateOperation(ctx, s.Pool, store.Operation{ID: uuid.New(), OrganizationID: org, Name: "Add"})
+	require.NoError(t, err)
+	orders := opTestOrders(t, s, org, 5)
+	by := "api_key:bench"
+	h1 := uuid.New()
+	res, err := store.AddItemsRecorded(ctx, s.Pool, org, op.ID, orders[:3], h1, &by)
+	require.NoError(t, err)
+	require.Equal(t, "draft", res.Status)
+	require.Empty(t, res.Foreign)
+	require.Len(t, res.Added, 3)
+	for i, it := range res.Added {
+		require.Equal(t, orders[i], it.OrderID)
+		require.Equal(t, "pending", it.Status)
+		require.Equal(t, org, it.OrganizationID)
+		if i > 0 {
+			require.Greater(t, it.Seq, res.Added[i-1].Seq)
+		}
+	}
+	entry, err := store.HistoryByID(ctx, s.Pool, org, op.ID, h1)
+	require.NoError(t, err)
+	require.Equal(t, "items_added", entry.Action)
+	require.Equal(t, []uuid.UUID{res.Added[0].ID, res.Added[1].ID, res.Added[2].ID}, entry.AffectedItemIDs)
+	require.Equal(t, orders[:3], entry.AffectedOrderIDs)
+	require.JSONEq(t, `{"items": []}`, string(entry.PreviousState))
+	var next struct{ Items []store.ItemFields }
+	require.NoError(t, json.Unmarshal(entry.NewState, &next))
+	require.Equal(t, []store.ItemFields{store.FieldsOf(res.Added[0]), store.FieldsOf(res.Added[1]), store.FieldsOf(res.Added[2])}, next.Items)
+	require.Equal(t, by, *entry.PerformedBy)
+	require.True(t, entry.IsUndoable)
+	got, err := store.OperationByID(ctx, s.Pool, org, op.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, got.ItemCount)
+	require.True(t, got.UpdatedAt.After(op.UpdatedAt), "the operation was touched")
+
+	// Duplicates are left out; nothing added records no entry.
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, orders[2:], uuid.New(), &by)
+	require.NoError(t, err)
+	require.Len(t, res.Added, 2)
+	require.Equal(t, orders[3], res.Added[0].OrderID)
+	h3 := uuid.New()
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, orders[:2], h3, &by)
+	require.NoError(t, err)
+	require.Empty(t, res.Added)
+	_, err = store.HistoryByID(ctx, s.Pool, org, op.ID, h3)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// A foreign or unknown order: named, nothing written.
+	foreign, unknown := opTestOrders(t, s, other, 1)[0], uuid.New()
+	fresh := opTestOrders(t, s, org, 1)[0]
+	h4 := uuid.New()
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, []uuid.UUID{fresh, foreign, unknown}, h4, &by)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{foreign, unknown}, res.Foreign)
+	require.Empty(t, res.Added)
+	_, err = store.HistoryByID(ctx, s.Pool, org, op.ID, h4)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	got, err = store.OperationByID(ctx, s.Pool, org, op.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, got.ItemCount)
+
+	// Not a draft: the status is told and nothing is written.
+	_, err = store.SetOperationStatus(ctx, s.Pool, org, op.ID, []string{"draft"}, "pending", nil)
+	require.NoError(t, err)
+	res, err = store.AddItemsRecorded(ctx, s.Pool, org, op.ID, []uuid.UUID{fresh}, uuid.New(), &by)
+	require.NoError(t, err)
+	require.Equal(t, "pending", res.Status)
+	require.Empty(t, res.Added)
+	got, err = store.OperationByID(ctx, s.Pool, org, op.ID)
+	require.NoError(t, err)
+	require.EqualValues(t, 5, got.ItemCount)
+
+	// Another organization's operation: not found.
+	_, err = store.AddItemsRecorded(ctx, s.Pool, other, op.ID, []uuid.UUID{fresh}, uuid.New(), &by)
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// TestStoreOperationItemPages: every filter's pages are the matching items
+// in order (operation_item_page walks the filter's index), with the total.
+func TestStoreOperationItemPages(t *testing.T) {
+	s, org, snap, op, items := opTestRated(t, 12)
+	ctx := t.Context()
+	// Items 0, 3, 6, 9 rated; items 0-5 failed, the rest pending.
+	var f []store.ItemFields
+	for i, it := range items {
+		x := store.FieldsOf(it)
+		if i%3 == 0 {
+			x.RateSnapshotID = &snap.ID
+		}
+		if i < 6 {
+			x.Status = "failed"
+		}
+		f = append(f, x)
+	}
+	require.NoError(t, store.SetItemFields(ctx, s.Pool, op.ID, f, nil))
+	yes, no := true, false
+	for _, c := range []struct {
+		status string
+		rated  *bool
+	}{{"", nil}, {"failed", nil}, {"pending", nil}, {"", &yes}, {"", &no}, {"failed", &yes}, {"pending", &no}, {"skipped", &yes}} {
+		var want []uuid.UUID
+		for i, it := range items {
+			if (c.status == "" || f[i].Status == c.status) && (c.rated == nil || (f[i].RateSnapshotID != nil) == *c.rated) {
+				want = append(want, it.ID)
+			}
+		}
+		var got []uuid.UUID
+		for off := 0; off < len(items)+2; off += 2 {
+			page, total, err := store.ListItems(ctx, s.Pool, org, op.ID, store.ItemFilter{Status: c.status, HasRate: c.rated, Limit: 2, Offset: off})
+			require.NoError(t, err)
+			require.Equal(t, len(want), total, "%+v", c)
+			for _, r := range page {
+				got = append(got, r.ID)
+				require.Equal(t, org, r.OrganizationID)
+				require.Contains(t, string(r.Order), r.OrderID.String())
+			}
+		}
+		require.Equal(t, want, got, "%+v", c)
+	}
+	_, _, _, err := store.ListOperationItems(ctx, s.Pool, bridgeTestOrg(t, s), op.ID, store.ItemFilter{Limit: 10})
+	require.ErrorIs(t, err, store.ErrNotFound)
 }
