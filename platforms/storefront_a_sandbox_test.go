@@ -104,7 +104,7 @@ func TestStorefrontAAgainstTheSandboxStore(t *testing.T) {
 	push.ReplacesTrackingNumber, push.Carrier, push.TrackingURL = "1Z999AA10123456784", "carrier_b", ""
 	moved, err := c.PushFulfillment(ctx, b, push)
 	require.NoError(t, err)
-	assert.Equal(t, platforms.FulfillmentResult{ExternalID: first.ExternalID, Created: false}, moved)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: first.ExternalID, Updated: true}, moved)
 	after, err = c.FetchOrder(ctx, b, target.ExternalID)
 	require.NoError(t, err)
 	fs, _ = after.SourceData["fulfillments"].([]any)
