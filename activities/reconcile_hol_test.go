@@ -189,13 +189,7 @@ SELECT gen_random_uuid(), $1, $2, 'hold', 'pending', 'in_transit', now() - inter
 	tc.On("DescribeWorkflowExecution", mock.Anything, mock.MatchedBy(func(id string) bool { return !lostIDs[id] && id != batch }), "").
 		Return(describeAs("open", enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, time.Now().Add(-4*time.Hour)), nil)
 
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestActivityEnvironment()
-	env.RegisterActivity(f.acts)
-	val, err := env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
-	require.NoError(t, err)
-	var res ReconcileShipmentsResult
-	require.NoError(t, val.Get(&res))
+	res := f.reconcileShipments()
 	require.Equal(t, 2, res.Removed, "the lost shipment and pickup (never started) are removed: %+v", res)
 	require.Equal(t, 1, res.Failed, "the lost action fails: %+v", res)
 	require.GreaterOrEqual(t, res.Running, 3*waiting)
@@ -223,4 +217,17 @@ SELECT gen_random_uuid(), $1, $2, 'hold', 'pending', 'in_transit', now() - inter
 	next, err := store.StalePendingShipments(ctx, f.st.Pool, time.Now().Add(-ReconcileBound), 1)
 	require.NoError(t, err)
 	require.Equal(t, lost2, next[0].ID, "never checked comes first")
+}
+
+// reconcileShipments runs ReconcileShipments once as an activity.
+func (f *shpActFixture) reconcileShipments() ReconcileShipmentsResult {
+	f.t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	val, err := env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(f.t, err)
+	var res ReconcileShipmentsResult
+	require.NoError(f.t, val.Get(&res))
+	return res
 }
