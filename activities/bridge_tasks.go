@@ -460,11 +460,13 @@ type PushFulfillmentsInput struct {
 }
 
 // PushFulfillmentsResult is the output of push-fulfillment: Pushed
-// shipments created on the platform, AlreadyThere ones the platform had,
-// Refused ones it refused for good (left for a later run), with the first
-// Problems.
+// shipments created on the platform, Updated ones whose new tracking
+// number moved the fulfillment an earlier push made, AlreadyThere ones the
+// platform had, Refused ones it refused for good (left for a later run),
+// with the first Problems.
 type PushFulfillmentsResult struct {
 	Pushed       int      `json:"pushed"`
+	Updated      int      `json:"updated"`
 	AlreadyThere int      `json:"alreadyThere"`
 	Refused      int      `json:"refused"`
 	Problems     []string `json:"problems"`
@@ -473,7 +475,7 @@ type PushFulfillmentsResult struct {
 // NothingPushed reports a run whose every push the platform refused: it
 // ends failed, not completed as if all went well.
 func (r PushFulfillmentsResult) NothingPushed() bool {
-	return r.Refused > 0 && r.Pushed == 0 && r.AlreadyThere == 0
+	return r.Refused > 0 && r.Pushed == 0 && r.Updated == 0 && r.AlreadyThere == 0
 }
 
 // Failure is the message of a run that pushed nothing.
@@ -497,7 +499,12 @@ const pushBatch = 100
 // refuses for good is counted refused and skipped (it is tried again by
 // the next run); a bridge config the connector cannot use (carrierNames)
 // fails the run. A run that pushed nothing because every push was refused
-// ends failed (the BridgeTask workflow).
+// ends failed (the BridgeTask workflow). When the platform can change a
+// fulfillment's tracking (platforms.FulfillmentTrackingUpdater), a
+// shipment whose tracking number changed after its push (a label bought
+// again) is sent again with the number and fulfillment id the push
+// recorded: that fulfillment moves to the new number (Updated), no second
+// one is created.
 func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulfillmentsInput) (PushFulfillmentsResult, error) {
 	out := PushFulfillmentsResult{Problems: []string{}}
 	orgID, _, err := parseTaskIDs(in.OrganizationID, in.BridgeID)
@@ -512,9 +519,10 @@ func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulf
 	if !ok {
 		return out, notSupported(platforms.TaskPushFulfillment, b.Type)
 	}
+	_, retrack := conn.(platforms.FulfillmentTrackingUpdater)
 	skip := map[uuid.UUID]bool{}
 	for {
-		list, err := store.FulfillmentCandidates(ctx, a.Store.Pool, orgID, b.ID, pushBatch+len(skip))
+		list, err := store.FulfillmentCandidates(ctx, a.Store.Pool, orgID, b.ID, pushBatch+len(skip), retrack)
 		if err != nil {
 			return out, fmt.Errorf("list shipments to push: %w", err)
 		}
@@ -528,6 +536,12 @@ func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulf
 			f := platforms.Fulfillment{OrderExternalID: c.OrderExternalID, TrackingNumber: c.TrackingNumber, Carrier: c.Carrier, Service: c.Service}
 			if c.ShipDate != nil {
 				f.ShipDate = *c.ShipDate
+			}
+			if c.PushedTrackingNumber != nil {
+				f.ReplacesTrackingNumber = *c.PushedTrackingNumber
+			}
+			if c.PushedExternalID != nil {
+				f.FulfillmentExternalID = *c.PushedExternalID
 			}
 			res, err := pusher.PushFulfillment(ctx, bridge, f)
 			if err != nil {
@@ -544,9 +558,12 @@ func (a *BridgeTaskActivities) PushFulfillments(ctx context.Context, in PushFulf
 			if err := store.RecordFulfillmentPush(ctx, a.Store, orgID, b.ID, c, res.ExternalID, res.Created); err != nil {
 				return out, fmt.Errorf("record fulfillment push: %w", err)
 			}
-			if res.Created {
+			switch {
+			case res.Created:
 				out.Pushed++
-			} else {
+			case res.Updated:
+				out.Updated++
+			default:
 				out.AlreadyThere++
 			}
 		}

@@ -267,11 +267,7 @@ func (a *MaintenanceActivities) markChecked(ctx context.Context, log *slog.Logge
 	if kind.Table == "" || len(rows) == 0 {
 		return
 	}
-	ids := make([]uuid.UUID, len(rows))
-	for i, r := range rows {
-		ids[i] = r.ID
-	}
-	if err := store.MarkReconcileChecked(context.WithoutCancel(ctx), a.Store.Pool, kind.Table, ids); err != nil {
+	if err := store.MarkReconcileChecked(context.WithoutCancel(ctx), a.Store.Pool, kind.Table, rowIDs(rows)); err != nil {
 		log.Warn("reconcile: mark rows checked", "error", err)
 	}
 }

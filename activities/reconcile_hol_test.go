@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/fos-dev/fos/store"
 )
@@ -114,4 +115,119 @@ SELECT gen_random_uuid(), $1, o.id, $3,
 	require.NoError(t, err)
 	require.Equal(t, 251, res.Checked)
 	require.Equal(t, []uuid.UUID{lost}, restarted)
+}
+
+// Head-of-line blocking for shipments, pickups and shipment actions
+// (issue 22 item 7): 600 of each legitimately waiting (more than one scan
+// page: a batch's labels wait on the batch's open run, pickups and
+// actions on their own open runs), all older than a lost row of each
+// kind, do not hide the lost ones: one ReconcileShipments run settles
+// them, describes the batch's run once, and marks every row it looked
+// at, so a row lost later is looked at first by the next run. (An
+// oldest-first scan of 500 never reached them.)
+func TestReconcileShipmentsFindsLostRowsBehindWaitingOnes(t *testing.T) {
+	f := newShpActFixture(t)
+	ctx := context.Background()
+	tc := mocks.NewClient(t)
+	f.acts.Temporal = tc
+	const waiting = 600
+	t.Cleanup(func() {
+		// The package's tests share the database: the waiting rows would
+		// be other reconciler tests' rows to describe.
+		for _, table := range []string{"shipment_actions", "pickups", "shipments"} {
+			_, err := f.st.Pool.Exec(context.Background(), `DELETE FROM `+table+` WHERE organization_id = $1 AND status = 'pending'`, f.orgID)
+			require.NoError(t, err)
+		}
+	})
+	batch := "operation/batch-" + uuid.NewString()
+	_, err := f.st.Pool.Exec(ctx, `
+INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status, created_at, purchase_owner, label_requested_at)
+SELECT gen_random_uuid(), $1, $2, 'carrier_a', 'FEDEX_GROUND', 'pending', now() - interval '3 hours' + g * interval '1 second', $3, now() - interval '3 hours'
+  FROM generate_series(1, $4) g`, f.orgID, f.accountID, batch, waiting)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `
+INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time, created_at)
+SELECT gen_random_uuid(), $1, $2, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00', now() - interval '3 hours' + g * interval '1 second'
+  FROM generate_series(1, $3) g`, f.orgID, f.accountID, waiting)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `
+INSERT INTO shipment_actions (id, organization_id, shipment_id, action_type, status, shipment_status, created_at)
+SELECT gen_random_uuid(), $1, $2, 'hold', 'pending', 'in_transit', now() - interval '3 hours' + g * interval '1 second'
+  FROM generate_series(1, $3) g`, f.orgID, f.shipmentID, waiting)
+	require.NoError(t, err)
+
+	lostShipment, lostPickup, lostAction := uuid.New(), uuid.New(), uuid.New()
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status, created_at)
+ VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending', now() - interval '1 hour')`, lostShipment, f.orgID, f.accountID)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO pickups (id, organization_id, carrier_account_id, carrier, status, pickup_address, pickup_date, ready_time, close_time, created_at)
+ VALUES ($1, $2, $3, 'carrier_a', 'pending', '{}', '2030-01-07', '09:00', '17:00', now() - interval '1 hour')`, lostPickup, f.orgID, f.accountID)
+	require.NoError(t, err)
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO shipment_actions (id, organization_id, shipment_id, action_type, status, shipment_status, created_at)
+ VALUES ($1, $2, $3, 'hold', 'pending', 'in_transit', now() - interval '1 hour')`, lostAction, f.orgID, f.shipmentID)
+	require.NoError(t, err)
+
+	// Before: the oldest-first scan of 500 rows never reaches them.
+	for table, lost := range map[string]uuid.UUID{"shipments": lostShipment, "pickups": lostPickup, "shipment_actions": lostAction} {
+		var reached bool
+		require.NoError(t, f.st.Pool.QueryRow(ctx, `SELECT $1 = ANY (array(SELECT id FROM `+table+
+			` WHERE status = 'pending' ORDER BY created_at LIMIT 500))`, lost).Scan(&reached))
+		require.False(t, reached, "an age-ordered scan hides the lost %s row", table)
+	}
+
+	lostIDs := map[string]bool{
+		ShipmentLabelIDPrefix + lostShipment.String(): true, PickupBookingIDPrefix + lostPickup.String(): true,
+		ShipmentActionIDPrefix + lostAction.String(): true,
+	}
+	for id := range lostIDs {
+		tc.On("DescribeWorkflowExecution", mock.Anything, id, "").Return(nil, serviceerror.NewNotFound("workflow not found")).Once()
+	}
+	// The batch's run is described once for its 600 shipments.
+	tc.On("DescribeWorkflowExecution", mock.Anything, batch, "").
+		Return(describeAs(batch, enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, time.Now().Add(-4*time.Hour)), nil).Once()
+	// Every other pickup and action (and rows other tests left) runs.
+	tc.On("DescribeWorkflowExecution", mock.Anything, mock.MatchedBy(func(id string) bool { return !lostIDs[id] && id != batch }), "").
+		Return(describeAs("open", enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, time.Now().Add(-4*time.Hour)), nil)
+
+	res := f.reconcileShipments()
+	require.Equal(t, 2, res.Removed, "the lost shipment and pickup (never started) are removed: %+v", res)
+	require.Equal(t, 1, res.Failed, "the lost action fails: %+v", res)
+	require.GreaterOrEqual(t, res.Running, 3*waiting)
+
+	_, err = store.ShipmentByID(ctx, f.st.Pool, f.orgID, lostShipment)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	_, err = store.PickupByID(ctx, f.st.Pool, f.orgID, lostPickup)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	var actionStatus string
+	require.NoError(t, f.st.Pool.QueryRow(ctx, `SELECT status FROM shipment_actions WHERE id = $1`, lostAction).Scan(&actionStatus))
+	require.Equal(t, "failed", actionStatus)
+
+	for _, table := range []string{"shipments", "pickups", "shipment_actions"} {
+		var unchecked int
+		require.NoError(t, f.st.Pool.QueryRow(ctx, `SELECT count(*) FROM `+table+`
+ WHERE organization_id = $1 AND status = 'pending' AND reconcile_checked_at IS NULL AND created_at < now() - interval '15 minutes'`, f.orgID).Scan(&unchecked))
+		require.Zero(t, unchecked, "every waiting %s row was looked at and marked", table)
+	}
+	// A shipment lost later, newer than all the waiting ones, comes first
+	// in the next scan: they were just checked.
+	lost2 := uuid.New()
+	_, err = f.st.Pool.Exec(ctx, `INSERT INTO shipments (id, organization_id, carrier_account_id, carrier, service, status, created_at)
+ VALUES ($1, $2, $3, 'carrier_a', 'FEDEX_GROUND', 'pending', now() - interval '30 minutes')`, lost2, f.orgID, f.accountID)
+	require.NoError(t, err)
+	next, err := store.StalePendingShipments(ctx, f.st.Pool, time.Now().Add(-ReconcileBound), 1)
+	require.NoError(t, err)
+	require.Equal(t, lost2, next[0].ID, "never checked comes first")
+}
+
+// reconcileShipments runs ReconcileShipments once as an activity.
+func (f *shpActFixture) reconcileShipments() ReconcileShipmentsResult {
+	f.t.Helper()
+	var ts testsuite.WorkflowTestSuite
+	env := ts.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts)
+	val, err := env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
+	require.NoError(f.t, err)
+	var res ReconcileShipmentsResult
+	require.NoError(f.t, val.Get(&res))
+	return res
 }

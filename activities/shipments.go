@@ -341,9 +341,6 @@ const (
 // than a purchase takes (its carrier attempts, the records and the void).
 const ReconcileBound = 15 * time.Minute
 
-// reconcileBatch bounds the rows of each kind one run checks.
-const reconcileBatch = 500
-
 // ReconcileShipmentsInput is the input of ReconcileShipments.
 type ReconcileShipmentsInput struct {
 	// OlderThan overrides ReconcileBound (tests).
@@ -372,7 +369,11 @@ type ReconcileShipmentsResult struct {
 // (terminated or timed out in the UI) is failed with the reason, a label
 // first looked up by its reference and voided where the carrier can; a row
 // whose run still goes is left alone. Every step is idempotent (each write
-// applies only to a row still pending).
+// applies only to a row still pending). Each kind is scanned by when the
+// reconciler last checked a row (never checked first), up to
+// ReconcilePages pages of ReconcileBatch rows, and the rows looked at are
+// marked checked: rows that legitimately wait (a batch's labels on its
+// long run) never hide a lost row behind them.
 func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in ReconcileShipmentsInput) (ReconcileShipmentsResult, error) {
 	c := a.Temporal
 	if c == nil {
@@ -407,49 +408,99 @@ func (a *ShipmentActivities) ReconcileShipments(ctx context.Context, in Reconcil
 		return out, err
 	}
 	kinds := []struct {
-		prefix string
-		list   func(context.Context, store.DBTX, time.Time, int) ([]store.WaitingRow, error)
-		settle func(context.Context, store.WaitingRow, WaitingRun) (removed bool, err error)
+		prefix, table string
+		list          func(context.Context, store.DBTX, time.Time, int) ([]store.WaitingRow, error)
+		settle        settleFunc
 	}{
-		{ShipmentLabelIDPrefix, pendingShipments, a.settleShipment},
-		{PickupBookingIDPrefix, store.StalePendingPickups, a.settlePickup},
-		{ShipmentActionIDPrefix, store.StalePendingShipmentActions, a.settleShipmentAction},
+		{ShipmentLabelIDPrefix, "shipments", pendingShipments, a.settleShipment},
+		{PickupBookingIDPrefix, "pickups", store.StalePendingPickups, a.settlePickup},
+		{ShipmentActionIDPrefix, "shipment_actions", store.StalePendingShipmentActions, a.settleShipmentAction},
 	}
 	for _, k := range kinds {
-		rows, err := k.list(ctx, a.Store.Pool, cutoff, reconcileBatch)
-		if err != nil {
-			return out, fmt.Errorf("list pending %s rows: %w", strings.TrimSuffix(k.prefix, "/"), err)
-		}
-		for _, row := range rows {
-			wfID, since := k.prefix+row.ID.String(), row.Since
-			if owner, ok := owners[row.ID]; ok && k.prefix == ShipmentLabelIDPrefix {
-				// The owner's run began before the row: any run of it counts.
-				wfID, since = owner, time.Time{}
+		// Rows of one run (a batch's shipments wait on the batch) are
+		// described once; rows looked at are marked checked, so the next
+		// page and the next run look at the others first (no head-of-line
+		// blocking behind rows that legitimately wait).
+		described := map[string]WaitingRun{}
+		seen := map[uuid.UUID]bool{}
+		table := strings.TrimSuffix(k.prefix, "/")
+		for page := 0; page < ReconcilePages; page++ {
+			rows, err := k.list(ctx, a.Store.Pool, cutoff, ReconcileBatch)
+			if err != nil {
+				return out, fmt.Errorf("list pending %s rows: %w", table, err)
 			}
-			run, err := DescribeWaitingRun(ctx, c, wfID, since)
+			fresh := make([]store.WaitingRow, 0, len(rows))
+			for _, row := range rows {
+				if !seen[row.ID] {
+					seen[row.ID] = true
+					fresh = append(fresh, row)
+				}
+			}
+			err = a.reconcilePending(ctx, c, k.prefix, fresh, owners, described, k.settle, count, &out)
+			if merr := store.MarkReconcileChecked(context.WithoutCancel(ctx), a.Store.Pool, k.table, rowIDs(fresh)); merr != nil {
+				a.log().WarnContext(ctx, "reconcile: mark rows checked", "table", k.table, "error", merr)
+			}
+			if err != nil {
+				return out, err
+			}
+			// Wrapped around (every row was looked at this run) or no more.
+			if len(rows) < ReconcileBatch || len(fresh) < len(rows) {
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// settleFunc settles a pending row whose run is not open.
+type settleFunc func(context.Context, store.WaitingRow, WaitingRun) (removed bool, err error)
+
+// reconcilePending settles rows of one kind (see ReconcileShipments);
+// an error ends the step (Temporal cannot be asked, or a write failed).
+func (a *ShipmentActivities) reconcilePending(ctx context.Context, c client.Client, prefix string, rows []store.WaitingRow,
+	owners map[uuid.UUID]string, described map[string]WaitingRun, settle settleFunc, count func(bool, error) error, out *ReconcileShipmentsResult) error {
+	for _, row := range rows {
+		wfID, since := prefix+row.ID.String(), row.Since
+		if owner, ok := owners[row.ID]; ok && prefix == ShipmentLabelIDPrefix {
+			// The owner's run began before the row: any run of it counts.
+			wfID, since = owner, time.Time{}
+		}
+		run, ok := described[wfID]
+		if !ok {
+			var err error
+			run, err = DescribeWaitingRun(ctx, c, wfID, since)
 			if err != nil {
 				// Temporal unavailable ends the step (the next run tries
 				// again); any other failure is this row's: the others are
 				// still settled (as ReconcileKind does).
 				if ctx.Err() != nil || isUnavailable(err) {
-					return out, err
+					return err
 				}
 				a.log().WarnContext(ctx, "reconcile: describe", "workflow_id", wfID,
 					"organization_id", row.OrganizationID, "error", err)
 				continue
 			}
-			if run.Open {
-				out.Running++
-				continue
-			}
-			if err := count(k.settle(ctx, row, run)); err != nil {
-				return out, err
-			}
-			a.log().WarnContext(ctx, "pending row reconciled", "workflow_id", wfID,
-				"organization_id", row.OrganizationID, "missing", run.Missing, "reason", run.Reason, "detail", run.Detail)
+			described[wfID] = run
 		}
+		if run.Open {
+			out.Running++
+			continue
+		}
+		if err := count(settle(ctx, row, run)); err != nil {
+			return err
+		}
+		a.log().WarnContext(ctx, "pending row reconciled", "workflow_id", wfID,
+			"organization_id", row.OrganizationID, "missing", run.Missing, "reason", run.Reason, "detail", run.Detail)
 	}
-	return out, nil
+	return nil
+}
+
+func rowIDs(rows []store.WaitingRow) []uuid.UUID {
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids
 }
 
 // settleShipment ends a pending shipment whose label purchase is not

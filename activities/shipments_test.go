@@ -701,13 +701,7 @@ func TestReconcileOwnedShipments(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bought.Label.Stashed, "the purchase marked the shipment and stashed its label")
 
-	var ts testsuite.WorkflowTestSuite
-	env := ts.NewTestActivityEnvironment()
-	env.RegisterActivity(f.acts)
-	val, err := env.ExecuteActivity(f.acts.ReconcileShipments, ReconcileShipmentsInput{})
-	require.NoError(t, err)
-	var res ReconcileShipmentsResult
-	require.NoError(t, val.Get(&res))
+	res := f.reconcileShipments()
 	require.Equal(t, 2, res.Removed)
 	require.Equal(t, 1, res.Failed)
 

@@ -244,7 +244,7 @@ func TestBridgeTasksShippingHubEndToEnd(t *testing.T) {
 	order := data(s.mustCall(200, key, "GET", "/api/v1/orders/"+orderID, nil))
 	require.NotNil(t, order["sentToFulfillment"], "%v", order)
 	again := s.runTask(key, bridgeID, "push-fulfillment")
-	require.Equal(t, map[string]any{"pushed": float64(0), "alreadyThere": float64(0), "refused": float64(0), "problems": []any{}}, again["output"])
+	require.Equal(t, map[string]any{"pushed": float64(0), "updated": float64(0), "alreadyThere": float64(0), "refused": float64(0), "problems": []any{}}, again["output"])
 }
 
 // A rate-limited hub (every other call a 429 with X-Rate-Limit-Reset) still

@@ -144,6 +144,7 @@ func TestDispatchBatchEndToEnd(t *testing.T) {
 	err = s.temporal.GetWorkflow(ctx, wfID, "").Get(ctx, nil)
 	require.ErrorContains(t, err, "5 of 5 assignments failed")
 	require.ErrorContains(t, err, "cannot accept orders")
+	writeHistory(t, ctx, s.temporal, wfID, "", "dispatch_batch_failed_history.json")
 }
 
 // benchDispatchN is how many pending assignments BenchmarkDispatchDrain

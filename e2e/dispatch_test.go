@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/rules"
 )
 
 // dispatchAccount signs up an organization with a sandbox storefront_a
@@ -135,6 +136,10 @@ func TestDispatchToHubEndToEnd(t *testing.T) {
 	require.Equal(t, "completed", again["status"], "%v", again)
 	require.EqualValues(t, 0, again["retryCount"])
 	require.Equal(t, ext, again["metadata"].(map[string]any)["externalOrderId"], "the hub updated its order")
+	// One explicit retry is its own DispatchAssignment run.
+	single := s.temporal.GetWorkflow(ctx, rules.DispatchWorkflowID(uuid.MustParse(a["id"].(string))), "")
+	require.NoError(t, single.Get(ctx, nil))
+	writeHistory(t, ctx, s.temporal, single.GetID(), single.GetRunID(), "dispatch_assignment_history.json")
 	var hubTotal int
 	for cursor := ""; ; {
 		page, next, err := hubConn.ListOrders(ctx, hubBridge, time.Time{}, cursor)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/temporaltest"
 	"golang.org/x/crypto/bcrypt"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/embed"
+	"github.com/fos-dev/fos/payloadcodec/codectest"
 	"github.com/fos-dev/fos/platforms"
 	"github.com/fos-dev/fos/sandboxapi"
 	"github.com/fos-dev/fos/secrets"
@@ -66,11 +68,14 @@ func startEmbedStack(t testing.TB) *embedStack {
 	sb := httptest.NewServer(sandboxapi.NewHandler())
 	t.Cleanup(sb.Close)
 	plat := platforms.NewAPIRegistry(platforms.SandboxURLs(sb.URL), sb.Client(), nil)
+	// Payloads encrypted as every client of the service encrypts them
+	// (the recorded histories of the replay tests come from here too).
+	codecOpts := temporaltest.WithBaseClientOptions(client.Options{DataConverter: dataConverter, FailureConverter: codectest.FailureConverter()})
 	var ts *temporaltest.TestServer
 	if tt, ok := t.(*testing.T); ok {
-		ts = temporaltest.NewServer(temporaltest.WithT(tt))
+		ts = temporaltest.NewServer(temporaltest.WithT(tt), codecOpts)
 	} else {
-		ts = temporaltest.NewServer()
+		ts = temporaltest.NewServer(codecOpts)
 		t.Cleanup(ts.Stop)
 	}
 	c := ts.GetDefaultClient()

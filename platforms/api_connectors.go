@@ -114,7 +114,7 @@ func NewAPIRegistry(urls APIURLs, client, storeClient *http.Client, opts ...Opti
 var (
 	_ interface {
 		Connector
-		FulfillmentPusher
+		FulfillmentTrackingUpdater
 		LocationLister
 		WebhookRegistrar
 	} = (*StorefrontA)(nil)

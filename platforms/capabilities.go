@@ -20,6 +20,19 @@ type FulfillmentPusher interface {
 	PushFulfillment(ctx context.Context, b Bridge, f Fulfillment) (FulfillmentResult, error)
 }
 
+// FulfillmentTrackingUpdater is a FulfillmentPusher whose platform can
+// change the tracking of a fulfillment it already has (storefront_a's
+// update_tracking): given ReplacesTrackingNumber and FulfillmentExternalID,
+// PushFulfillment moves that fulfillment to the new number (Updated)
+// instead of creating a second one. A push run sends a shipment whose
+// tracking number changed after its push again only to these; the others
+// keep what they were first told.
+type FulfillmentTrackingUpdater interface {
+	FulfillmentPusher
+	// UpdatesFulfillmentTracking marks the capability.
+	UpdatesFulfillmentTracking()
+}
+
 // LocationLister reads the platform's locations (warehouses).
 type LocationLister interface {
 	ListLocations(ctx context.Context, b Bridge) ([]Location, error)
@@ -66,6 +79,10 @@ type Fulfillment struct {
 	// update_tracking) moves the fulfillment that carries it to
 	// TrackingNumber instead of creating a second one.
 	ReplacesTrackingNumber string
+	// FulfillmentExternalID is the platform's id of the fulfillment that
+	// earlier push created or found (FulfillmentResult.ExternalID), when
+	// known: the fulfillment to move, whatever number it carries now.
+	FulfillmentExternalID string
 }
 
 // FulfillmentLine is a quantity of one order line.
@@ -79,8 +96,12 @@ type FulfillmentResult struct {
 	// ExternalID is the platform's id of the fulfillment ("" when the
 	// platform has no such id).
 	ExternalID string
-	// Created is false when the platform already had the tracking number.
+	// Created is false when the platform already had the tracking number
+	// or when an existing fulfillment was moved to it (Updated).
 	Created bool
+	// Updated: an existing fulfillment's tracking was changed to the
+	// number (FulfillmentTrackingUpdater).
+	Updated bool
 }
 
 // Location is a platform location or warehouse.

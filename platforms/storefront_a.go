@@ -286,14 +286,12 @@ func (c *StorefrontA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 			return FulfillmentResult{ExternalID: ful.ID.String(), Created: false}, nil
 		}
 	}
-	// 1b. A label bought again: the fulfillment with the old number gets
-	// the new one (POST fulfillments/{id}/update_tracking.json).
-	if old := strings.TrimSpace(f.ReplacesTrackingNumber); old != "" {
-		for _, ful := range existing.Order.Fulfillments {
-			if ful.live() && ful.has(old) {
-				return c.updateTracking(ctx, s, b, ful.ID.String(), f, company)
-			}
-		}
+	// 1b. A label bought again: the fulfillment an earlier push made (by
+	// its id, else by the old number) gets the new one (POST
+	// fulfillments/{id}/update_tracking.json). One the merchant cancelled
+	// is not moved: its lines are open again and a new one is created.
+	if ful, ok := storefrontAReplaced(existing.Order.Fulfillments, f); ok {
+		return c.updateTracking(ctx, s, b, ful.ID.String(), f, company)
 	}
 
 	// 2. The order's fulfillment orders and their open lines.
@@ -375,6 +373,29 @@ func (c *StorefrontA) PushFulfillment(ctx context.Context, b Bridge, f Fulfillme
 	return FulfillmentResult{ExternalID: created.Fulfillment.ID.String(), Created: true}, nil
 }
 
+// UpdatesFulfillmentTracking implements FulfillmentTrackingUpdater.
+func (c *StorefrontA) UpdatesFulfillmentTracking() {}
+
+// storefrontAReplaced is the live fulfillment f replaces: the one with
+// f.FulfillmentExternalID, else the one carrying f.ReplacesTrackingNumber.
+func storefrontAReplaced(list []storefrontAFulfillment, f Fulfillment) (storefrontAFulfillment, bool) {
+	if id := strings.TrimSpace(f.FulfillmentExternalID); id != "" {
+		for _, ful := range list {
+			if ful.live() && ful.ID.String() == id {
+				return ful, true
+			}
+		}
+	}
+	if old := strings.TrimSpace(f.ReplacesTrackingNumber); old != "" {
+		for _, ful := range list {
+			if ful.live() && ful.has(old) {
+				return ful, true
+			}
+		}
+	}
+	return storefrontAFulfillment{}, false
+}
+
 // updateTracking moves fulfillment id to f's tracking number:
 // {"fulfillment": {"notify_customer", "tracking_info": {"company", "number", "url"}}}.
 func (c *StorefrontA) updateTracking(ctx context.Context, s storefrontAShop, b Bridge, id string, f Fulfillment, company string) (FulfillmentResult, error) {
@@ -398,7 +419,7 @@ func (c *StorefrontA) updateTracking(ctx context.Context, s storefrontAShop, b B
 	if updated.Fulfillment.ID == "" {
 		return FulfillmentResult{}, badResponse("fulfillment response has no id", nil)
 	}
-	return FulfillmentResult{ExternalID: updated.Fulfillment.ID.String(), Created: false}, nil
+	return FulfillmentResult{ExternalID: updated.Fulfillment.ID.String(), Updated: true}, nil
 }
 
 type storefrontATrackingUpdate struct {

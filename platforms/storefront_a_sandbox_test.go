@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,7 +105,7 @@ func TestStorefrontAAgainstTheSandboxStore(t *testing.T) {
 	push.ReplacesTrackingNumber, push.Carrier, push.TrackingURL = "1Z999AA10123456784", "carrier_b", ""
 	moved, err := c.PushFulfillment(ctx, b, push)
 	require.NoError(t, err)
-	assert.Equal(t, platforms.FulfillmentResult{ExternalID: first.ExternalID, Created: false}, moved)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: first.ExternalID, Updated: true}, moved)
 	after, err = c.FetchOrder(ctx, b, target.ExternalID)
 	require.NoError(t, err)
 	fs, _ = after.SourceData["fulfillments"].([]any)
@@ -213,4 +214,61 @@ func TestStorefrontASandboxBulkStore(t *testing.T) {
 	all, pages := listAll(t, c, sfaBridge("shopDomain", "bulk-1200.myshopify.com"), time.Time{})
 	assert.Len(t, all, 1200)
 	assert.Equal(t, 5, pages)
+}
+
+// A fulfillment the merchant cancelled (POST fulfillments/{id}/cancel.json):
+// the sandbox refuses to update its tracking (422) as the platform does,
+// and the push that would have moved it to a new number creates a new
+// fulfillment over the lines the cancel opened again.
+func TestStorefrontASandboxCancelledFulfillmentIsNotMoved(t *testing.T) {
+	srv := newSandbox(t)
+	c := platforms.NewStorefrontA(srv.URL+"/platforms/storefront_a", srv.Client())
+	ctx := context.Background()
+	shop := "cancel-demo.myshopify.com"
+	b := sfaBridge("shopDomain", shop)
+	all, _ := listAll(t, c, b, time.Time{})
+	var target platforms.Order
+	for _, o := range all {
+		if o.FulfillmentStatus == platforms.FulfillmentUnfulfilled && o.Status == platforms.StatusConfirmed {
+			target = o
+			break
+		}
+	}
+	require.NotEmpty(t, target.ExternalID)
+	first, err := c.PushFulfillment(ctx, b, platforms.Fulfillment{OrderExternalID: target.ExternalID, TrackingNumber: "1ZCANCEL00000001", Carrier: "carrier_b"})
+	require.NoError(t, err)
+	require.True(t, first.Created)
+
+	post := func(path, body string) int {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+"/platforms/storefront_a"+sfaRoot+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Shopify-Access-Token", "shpat_test")
+		req.Header.Set("X-Shopify-Shop-Domain", shop)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, post("/fulfillments/"+first.ExternalID+"/cancel.json", `{}`))
+	reopened, err := c.FetchOrder(ctx, b, target.ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentUnfulfilled, reopened.FulfillmentStatus, "the cancel opened its lines again")
+	assert.Equal(t, http.StatusUnprocessableEntity, post("/fulfillments/"+first.ExternalID+"/update_tracking.json",
+		`{"fulfillment": {"tracking_info": {"number": "1ZCANCEL00000002", "company": "UPS"}}}`), "a cancelled fulfillment's tracking cannot change")
+	assert.Equal(t, http.StatusUnprocessableEntity, post("/fulfillments/"+first.ExternalID+"/cancel.json", `{}`), "cancelled once")
+	assert.Equal(t, http.StatusNotFound, post("/fulfillments/999100/cancel.json", `{}`))
+
+	again, err := c.PushFulfillment(ctx, b, platforms.Fulfillment{OrderExternalID: target.ExternalID, TrackingNumber: "1ZCANCEL00000002", Carrier: "carrier_b",
+		ReplacesTrackingNumber: "1ZCANCEL00000001", FulfillmentExternalID: first.ExternalID})
+	require.NoError(t, err)
+	assert.True(t, again.Created, "a new fulfillment, the cancelled one left as it is")
+	assert.NotEqual(t, first.ExternalID, again.ExternalID)
+	after, err := c.FetchOrder(ctx, b, target.ExternalID)
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentFulfilled, after.FulfillmentStatus)
+	fs, _ := after.SourceData["fulfillments"].([]any)
+	require.Len(t, fs, 2)
+	assert.Equal(t, "cancelled", fs[0].(map[string]any)["status"])
+	assert.Equal(t, "1ZCANCEL00000002", fs[1].(map[string]any)["tracking_number"])
 }

@@ -285,7 +285,7 @@ func TestStorefrontAUpdateTrackingBuildsThePublishedRequest(t *testing.T) {
 		ReplacesTrackingNumber: "1Z2345",
 	})
 	require.NoError(t, err)
-	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "1069019869", Created: false}, res)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "1069019869", Updated: true}, res)
 	post := f.last(t, "POST", sfaRoot+"/fulfillments/1069019869/update_tracking.json")
 	assert.JSONEq(t, string(published), string(post.body))
 	f.mu.Lock()
@@ -293,6 +293,30 @@ func TestStorefrontAUpdateTrackingBuildsThePublishedRequest(t *testing.T) {
 	for _, call := range f.calls {
 		assert.NotEqual(t, sfaRoot+"/fulfillments.json", call.path, "no second fulfillment")
 	}
+}
+
+// The push run remembers the fulfillment a shipment's push made: that one
+// is moved by its id even when its number is no longer the one pushed (the
+// merchant edited it), never a cancelled one that still carries the old
+// number; the published request and response.
+func TestStorefrontAUpdateTrackingByFulfillmentID(t *testing.T) {
+	published := platformExample(t, "storefront_a", "fulfillment_update_tracking_request.json")
+	response := platformExample(t, "storefront_a", "fulfillment_update_tracking_response.json")
+	f := newFakePlatform(t)
+	f.serve("GET "+sfaRoot+"/orders/450789469.json", 200, []byte(`{"order":{"id":450789469,"fulfillments":[
+		{"id":1069019868,"status":"cancelled","tracking_number":"1Z2345","tracking_numbers":["1Z2345"]},
+		{"id":1069019869,"status":"success","tracking_number":"EDITED","tracking_numbers":["EDITED"]}]}}`))
+	f.serve("POST "+sfaRoot+"/fulfillments/1069019869/update_tracking.json", 200, response)
+	c := platforms.NewStorefrontA(f.srv.URL, f.srv.Client())
+	b := sfaBridge()
+	b.Config["notifyCustomer"] = true
+	res, err := c.PushFulfillment(context.Background(), b, platforms.Fulfillment{
+		OrderExternalID: "450789469", TrackingNumber: "1Z001985YW99744790", Carrier: "carrier_b",
+		ReplacesTrackingNumber: "1Z2345", FulfillmentExternalID: "1069019869",
+	})
+	require.NoError(t, err)
+	assert.Equal(t, platforms.FulfillmentResult{ExternalID: "1069019869", Updated: true}, res)
+	assert.JSONEq(t, string(published), string(f.last(t, "POST", sfaRoot+"/fulfillments/1069019869/update_tracking.json").body))
 }
 
 func TestStorefrontAPushFulfillmentSkipsKnownTracking(t *testing.T) {

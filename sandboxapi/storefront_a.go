@@ -144,6 +144,7 @@ func mountStorefrontA(r chi.Router, prefix string) {
 		v.Get("/orders/{id}/fulfillment_orders.json", s.fulfillmentOrders)
 		v.Post("/fulfillments.json", s.createFulfillment)
 		v.Post("/fulfillments/{id}/update_tracking.json", s.updateTracking)
+		v.Post("/fulfillments/{id}/cancel.json", s.cancelFulfillment)
 		v.Get("/locations.json", s.listLocations)
 		v.Get("/webhooks.json", s.listWebhooks)
 		v.Post("/webhooks.json", s.createWebhook)
@@ -772,7 +773,8 @@ func (s *sfaSandbox) createFulfillment(w http.ResponseWriter, r *http.Request) {
 
 // updateTracking changes a fulfillment's tracking (number, company, url),
 // refusing a company the platform does not know without a url as
-// fulfillments.json does; 404 for a fulfillment the shop does not have.
+// fulfillments.json does; 404 for a fulfillment the shop does not have,
+// 422 for a cancelled one.
 func (s *sfaSandbox) updateTracking(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Fulfillment *struct {
@@ -794,44 +796,109 @@ func (s *sfaSandbox) updateTracking(w http.ResponseWriter, r *http.Request) {
 			"tracking_company": []string{fmt.Sprintf("%q is not a tracking company the platform knows; give a tracking url with it", t.Company)}}})
 		return
 	}
-	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
-	if err != nil {
-		sfaError(w, http.StatusNotFound, "Not Found")
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	shop := s.shopOf(r)
-	idx, ok := shop.byID[(id-100)/1000]
+	idx, j, ok := shop.fulfillmentOf(r)
 	if !ok {
 		sfaError(w, http.StatusNotFound, "Not Found")
 		return
 	}
 	o := shop.orders[idx]
-	fs := append([]fulfillment(nil), o.Fulfillments...)
-	for j := range fs {
-		if fs[j].ID != id {
-			continue
-		}
-		now := s.now().UTC()
-		fs[j].TrackingCompany, fs[j].TrackingURL, fs[j].UpdatedAt = t.Company, t.URL, ts(now)
-		fs[j].TrackingNumber, fs[j].TrackingNumbers = t.Number, []string{}
-		if t.Number != "" {
-			fs[j].TrackingNumbers = []string{t.Number}
-		}
-		o.Fulfillments = fs
-		o.updated, o.UpdatedAt = now, ts(now)
-		shop.orders[idx] = o
-		f := fs[j]
-		writeJSON(w, http.StatusOK, map[string]any{"fulfillment": map[string]any{
-			"id": f.ID, "order_id": o.ID, "status": f.Status, "created_at": f.CreatedAt, "updated_at": f.UpdatedAt,
-			"service": "manual", "tracking_company": f.TrackingCompany, "shipment_status": nil, "location_id": shop.locations[0].ID,
-			"line_items": f.LineItems, "tracking_number": f.TrackingNumber, "tracking_numbers": f.TrackingNumbers,
-			"tracking_url": f.TrackingURL, "tracking_urls": nonEmptyList(f.TrackingURL), "name": f.Name,
-		}})
+	if o.Fulfillments[j].Status == "cancelled" {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"errors": []string{"Cannot update tracking info of a cancelled fulfillment."}})
 		return
 	}
-	sfaError(w, http.StatusNotFound, "Not Found")
+	fs := append([]fulfillment(nil), o.Fulfillments...)
+	now := s.now().UTC()
+	fs[j].TrackingCompany, fs[j].TrackingURL, fs[j].UpdatedAt = t.Company, t.URL, ts(now)
+	fs[j].TrackingNumber, fs[j].TrackingNumbers = t.Number, []string{}
+	if t.Number != "" {
+		fs[j].TrackingNumbers = []string{t.Number}
+	}
+	o.Fulfillments = fs
+	o.updated, o.UpdatedAt = now, ts(now)
+	shop.orders[idx] = o
+	writeJSON(w, http.StatusOK, map[string]any{"fulfillment": sfaFulfillmentBody(o, fs[j], shop.locations[0].ID)})
+}
+
+// fulfillmentOf finds the fulfillment of the path's {id}: its order's
+// index and its position in the order's fulfillments.
+func (sh *sfaShop) fulfillmentOf(r *http.Request) (idx, j int, ok bool) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	idx, ok = sh.byID[(id-100)/1000]
+	if !ok {
+		return 0, 0, false
+	}
+	for j, f := range sh.orders[idx].Fulfillments {
+		if f.ID == id {
+			return idx, j, true
+		}
+	}
+	return 0, 0, false
+}
+
+// sfaFulfillmentBody is a fulfillment as update_tracking and cancel answer it.
+func sfaFulfillmentBody(o order, f fulfillment, locationID int64) map[string]any {
+	return map[string]any{
+		"id": f.ID, "order_id": o.ID, "status": f.Status, "created_at": f.CreatedAt, "updated_at": f.UpdatedAt,
+		"service": "manual", "tracking_company": f.TrackingCompany, "shipment_status": nil, "location_id": locationID,
+		"line_items": f.LineItems, "tracking_number": f.TrackingNumber, "tracking_numbers": f.TrackingNumbers,
+		"tracking_url": f.TrackingURL, "tracking_urls": nonEmptyList(f.TrackingURL), "name": f.Name,
+	}
+}
+
+// cancelFulfillment cancels a fulfillment (POST fulfillments/{id}/cancel.json):
+// its lines can be fulfilled again, the order's fulfillment_status follows;
+// a cancelled fulfillment keeps its tracking but can no longer be updated
+// or cancelled again (422).
+func (s *sfaSandbox) cancelFulfillment(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	shop := s.shopOf(r)
+	idx, j, ok := shop.fulfillmentOf(r)
+	if !ok {
+		sfaError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	o := shop.orders[idx]
+	if o.Fulfillments[j].Status == "cancelled" {
+		writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"errors": []string{"Fulfillment is already cancelled."}})
+		return
+	}
+	now := s.now().UTC()
+	fs := append([]fulfillment(nil), o.Fulfillments...)
+	fs[j].Status, fs[j].UpdatedAt = "cancelled", ts(now)
+	items := append([]lineItem(nil), o.LineItems...)
+	open, total := 0, 0
+	for k := range items {
+		for _, l := range fs[j].LineItems {
+			if l.ID == items[k].ID {
+				items[k].FulfillableQuantity += l.Quantity
+				items[k].FulfillmentStatus = strPtr("partial")
+				if items[k].FulfillableQuantity >= items[k].Quantity {
+					items[k].FulfillmentStatus = nil
+				}
+			}
+		}
+		open += items[k].FulfillableQuantity
+		total += items[k].Quantity
+	}
+	switch {
+	case open >= total:
+		o.FulfillmentStatus = nil
+	case open == 0:
+		o.FulfillmentStatus = strPtr("fulfilled")
+	default:
+		o.FulfillmentStatus = strPtr("partial")
+	}
+	o.LineItems, o.Fulfillments = items, fs
+	o.updated, o.UpdatedAt = now, ts(now)
+	shop.orders[idx] = o
+	writeJSON(w, http.StatusOK, map[string]any{"fulfillment": sfaFulfillmentBody(o, fs[j], shop.locations[0].ID)})
 }
 
 func nonEmptyList(s string) []string {

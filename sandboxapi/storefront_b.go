@@ -708,6 +708,26 @@ func wcNoOrder(w http.ResponseWriter) {
 	wcError(w, http.StatusNotFound, "woocommerce_rest_shop_order_invalid_id", "Invalid ID.")
 }
 
+// order is the index of the order seg names; a missing one is answered
+// 404 here (the caller holds the sandbox's lock).
+func (st *wcStore) order(w http.ResponseWriter, seg string) (int, bool) {
+	i, ok := st.orderIndex(seg)
+	if !ok {
+		wcNoOrder(w)
+	}
+	return i, ok
+}
+
+// wcReadBody decodes a JSON body into v; a body that is not JSON is
+// answered 400 rest_invalid_json here.
+func wcReadBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	if err := readBody(w, r, v); err != nil {
+		wcError(w, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
+		return false
+	}
+	return true
+}
+
 func (s *wcSandbox) getOrder(w http.ResponseWriter, st *wcStore, seg, base string) {
 	s.mu.Lock()
 	i, ok := st.orderIndex(seg)
@@ -742,8 +762,7 @@ func (s *wcSandbox) updateOrder(w http.ResponseWriter, r *http.Request, st *wcSt
 		Status       *string `json:"status"`
 		CustomerNote *string `json:"customer_note"`
 	}
-	if err := readBody(w, r, &req); err != nil {
-		wcError(w, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
+	if !wcReadBody(w, r, &req) {
 		return
 	}
 	if req.Status != nil {
@@ -759,9 +778,8 @@ func (s *wcSandbox) updateOrder(w http.ResponseWriter, r *http.Request, st *wcSt
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := st.orderIndex(seg)
+	i, ok := st.order(w, seg)
 	if !ok {
-		wcNoOrder(w)
 		return
 	}
 	o := st.orders[i]
@@ -795,9 +813,8 @@ func (s *wcSandbox) listNotes(w http.ResponseWriter, r *http.Request, st *wcStor
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := st.orderIndex(seg)
+	i, ok := st.order(w, seg)
 	if !ok {
-		wcNoOrder(w)
 		return
 	}
 	notes := st.notes[st.orders[i].ID]
@@ -831,9 +848,8 @@ type wcTracking struct {
 func (s *wcSandbox) listTrackings(w http.ResponseWriter, st *wcStore, seg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := st.orderIndex(seg)
+	i, ok := st.order(w, seg)
 	if !ok {
-		wcNoOrder(w)
 		return
 	}
 	out := append([]wcTracking{}, st.trackings[st.orders[i].ID]...)
@@ -852,8 +868,7 @@ func (s *wcSandbox) createTracking(w http.ResponseWriter, r *http.Request, st *w
 		Number         string `json:"tracking_number"`
 		DateShipped    string `json:"date_shipped"`
 	}
-	if err := readBody(w, r, &req); err != nil {
-		wcError(w, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
+	if !wcReadBody(w, r, &req) {
 		return
 	}
 	if strings.TrimSpace(req.Number) == "" {
@@ -872,9 +887,8 @@ func (s *wcSandbox) createTracking(w http.ResponseWriter, r *http.Request, st *w
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := st.orderIndex(seg)
+	i, ok := st.order(w, seg)
 	if !ok {
-		wcNoOrder(w)
 		return
 	}
 	id := st.orders[i].ID
@@ -901,8 +915,7 @@ func (s *wcSandbox) createNote(w http.ResponseWriter, r *http.Request, st *wcSto
 		Note         string `json:"note"`
 		CustomerNote bool   `json:"customer_note"`
 	}
-	if err := readBody(w, r, &req); err != nil {
-		wcError(w, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
+	if !wcReadBody(w, r, &req) {
 		return
 	}
 	if strings.TrimSpace(req.Note) == "" {
@@ -911,9 +924,8 @@ func (s *wcSandbox) createNote(w http.ResponseWriter, r *http.Request, st *wcSto
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := st.orderIndex(seg)
+	i, ok := st.order(w, seg)
 	if !ok {
-		wcNoOrder(w)
 		return
 	}
 	id := st.orders[i].ID
@@ -958,8 +970,7 @@ func (s *wcSandbox) createWebhook(w http.ResponseWriter, r *http.Request, st *wc
 		Secret      string `json:"secret"`
 		Status      string `json:"status"`
 	}
-	if err := readBody(w, r, &req); err != nil {
-		wcError(w, http.StatusBadRequest, "rest_invalid_json", "Invalid JSON body passed.")
+	if !wcReadBody(w, r, &req) {
 		return
 	}
 	if !wcTopics()[req.Topic] && !strings.HasPrefix(req.Topic, "action.") {

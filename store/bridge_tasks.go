@@ -213,7 +213,9 @@ func LocationsByIDs(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UU
 }
 
 // FulfillmentCandidate is a shipment of the service with a tracking
-// number, of an order of the bridge, not yet pushed to it.
+// number, of an order of the bridge, not yet pushed to it, or pushed with
+// another tracking number (PushedTrackingNumber, the platform's
+// fulfillment PushedExternalID).
 type FulfillmentCandidate struct {
 	ShipmentID      uuid.UUID  `db:"shipment_id"`
 	OrderID         uuid.UUID  `db:"order_id"`
@@ -222,30 +224,44 @@ type FulfillmentCandidate struct {
 	Service         string     `db:"service"`
 	TrackingNumber  string     `db:"tracking_number"`
 	ShipDate        *time.Time `db:"ship_date"`
+	// PushedTrackingNumber and PushedExternalID are those of the earlier
+	// push whose number the shipment no longer has (nil: never pushed).
+	PushedTrackingNumber *string `db:"pushed_tracking_number"`
+	PushedExternalID     *string `db:"pushed_external_id"`
 }
 
 // FulfillmentCandidates lists up to limit shipments to push to a bridge,
 // oldest first: shipments with a tracking number of the bridge's orders,
-// not imported from that bridge, not pushed to it yet.
-func FulfillmentCandidates(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, limit int) ([]FulfillmentCandidate, error) {
+// not imported from that bridge, not pushed to it yet, and, when retrack
+// (the platform can change a fulfillment's tracking), those whose tracking
+// number changed since their push.
+func FulfillmentCandidates(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, limit int, retrack bool) ([]FulfillmentCandidate, error) {
 	rows, _ := db.Query(ctx, `
-SELECT s.id AS shipment_id, o.id AS order_id, o.external_id AS order_external_id, s.carrier, s.service, s.tracking_number, s.ship_date
+SELECT s.id AS shipment_id, o.id AS order_id, o.external_id AS order_external_id, s.carrier, s.service, s.tracking_number, s.ship_date,
+       p.tracking_number AS pushed_tracking_number, p.external_id AS pushed_external_id
   FROM shipments s JOIN orders o ON o.id = s.order_id AND o.organization_id = s.organization_id
+  LEFT JOIN fulfillment_pushes p ON p.bridge_id = $2 AND p.shipment_id = s.id
  WHERE s.organization_id = $1 AND o.bridge_id = $2 AND s.tracking_number IS NOT NULL
    AND NOT (s.external_id IS NOT NULL AND s.bridge_id IS NOT DISTINCT FROM $2)
-   AND NOT EXISTS (SELECT 1 FROM fulfillment_pushes p WHERE p.bridge_id = $2 AND p.shipment_id = s.id)
+   AND (p.shipment_id IS NULL OR ($4 AND p.tracking_number <> s.tracking_number))
  ORDER BY s.created_at, s.id
- LIMIT $3`, orgID, bridgeID, limit)
+ LIMIT $3`, orgID, bridgeID, limit, retrack)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[FulfillmentCandidate])
 	return out, mapErr(err)
 }
 
-// RecordFulfillmentPush records that a shipment went to a bridge (once)
-// and sets the order's sent_to_fulfillment when it was not set.
+// RecordFulfillmentPush records that a shipment went to a bridge with its
+// tracking number and the platform's fulfillment id (a later push of a new
+// number replaces both; an id the platform did not give keeps the old
+// one) and sets the order's sent_to_fulfillment when it was not set.
 func RecordFulfillmentPush(ctx context.Context, s *Store, orgID, bridgeID uuid.UUID, c FulfillmentCandidate, externalID string, created bool) error {
 	return s.InTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO fulfillment_pushes (bridge_id, shipment_id, organization_id, external_id, created)
-VALUES ($1, $2, $3, nullif($4, ''), $5) ON CONFLICT DO NOTHING`, bridgeID, c.ShipmentID, orgID, externalID, created); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO fulfillment_pushes (bridge_id, shipment_id, organization_id, external_id, created, tracking_number)
+VALUES ($1, $2, $3, nullif($4, ''), $5, $6)
+ON CONFLICT (bridge_id, shipment_id) DO UPDATE
+   SET external_id = coalesce(EXCLUDED.external_id, fulfillment_pushes.external_id),
+       tracking_number = EXCLUDED.tracking_number, updated_at = now()`,
+			bridgeID, c.ShipmentID, orgID, externalID, created, c.TrackingNumber); err != nil {
 			return mapErr(err)
 		}
 		_, err := tx.Exec(ctx, `UPDATE orders SET sent_to_fulfillment = now(), updated_at = now()

@@ -169,6 +169,7 @@ func CountPendingAssignments(ctx context.Context, db DBTX, orgID uuid.UUID, brid
 var reconcileTables = map[string]bool{
 	"dispatch_assignments": true, "rate_comparisons": true, "carrier_accounts": true, "task_executions": true,
 	"webhook_events": true, "operations": true, "operation_history": true,
+	"shipments": true, "pickups": true, "shipment_actions": true,
 }
 
 // MarkReconcileChecked records that the reconciler looked at the rows ids

@@ -146,7 +146,7 @@ func DeletePendingPickup(ctx context.Context, db DBTX, orgID, id uuid.UUID) (del
 }
 
 // StalePendingPickups lists pickups still pending created before cutoff,
-// oldest first.
+// the least recently checked first (stalePending).
 func StalePendingPickups(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	return stalePending(ctx, db, "pickups", cutoff, limit)
 }

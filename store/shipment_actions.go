@@ -158,7 +158,7 @@ type ShipmentActionAddress struct {
 }
 
 // StalePendingShipmentActions lists action records still pending created
-// before cutoff, oldest first.
+// before cutoff, the least recently checked first (stalePending).
 func StalePendingShipmentActions(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	return stalePending(ctx, db, "shipment_actions", cutoff, limit)
 }

@@ -188,11 +188,12 @@ DELETE FROM shipment_label_stash st USING shipments s
 }
 
 // stalePending lists up to limit rows of table still pending that were
-// created before cutoff, oldest first (each table has a partial index on
-// created_at for its pending rows).
+// created before cutoff, the least recently checked by the reconciler
+// first, then oldest (each table has a partial index on
+// (reconcile_checked_at NULLS FIRST, created_at) for its pending rows).
 func stalePending(ctx context.Context, db DBTX, table string, cutoff time.Time, limit int) ([]WaitingRow, error) {
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at AS since FROM `+table+`
- WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
+ WHERE status = 'pending' AND created_at < $1 ORDER BY reconcile_checked_at NULLS FIRST, created_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[WaitingRow])
 	return out, mapErr(err)
 }
@@ -206,10 +207,11 @@ type PendingShipmentRow struct {
 }
 
 // StalePendingShipments lists shipments still pending (label not
-// recorded) created before cutoff, oldest first.
+// recorded) created before cutoff, the least recently checked by the
+// reconciler first (never checked first, then oldest; MarkReconcileChecked).
 func StalePendingShipments(ctx context.Context, db DBTX, cutoff time.Time, limit int) ([]PendingShipmentRow, error) {
 	rows, _ := db.Query(ctx, `SELECT organization_id, id, created_at AS since, purchase_owner AS owner FROM shipments
- WHERE status = 'pending' AND created_at < $1 ORDER BY created_at LIMIT $2`, cutoff, limit)
+ WHERE status = 'pending' AND created_at < $1 ORDER BY reconcile_checked_at NULLS FIRST, created_at LIMIT $2`, cutoff, limit)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[PendingShipmentRow])
 	return out, mapErr(err)
 }

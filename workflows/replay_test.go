@@ -67,7 +67,8 @@ var clearValues = []string{
 	"Lovelace", "correct horse", // the users
 	"Chloe Chen", "1 Pike St", "10 Main St", "Seattle", "Memphis", // shipment addresses
 	"stale@example.com", "lost@example.com", "Stale item", // orders
-	"shpat_e2e", // a bridge's access token
+	"shpat_e2e",            // a bridge's access token
+	"whsec-ann-0123456789", // an end user's webhook secret
 }
 
 // TestRecordedHistoriesHoldNoClearValues reads every recorded history:
