@@ -148,7 +148,12 @@ func (s *Service) Ask(ctx context.Context, actor domain.Actor, in AskInput) (Ans
 			r.End = *in.Context.End
 		}
 	}
-	a, err := s.answer(ctx, orgID, text, r)
+	var a Answer
+	err := store.InsightRead(ctx, s.store.Pool, func(db store.DBTX) error {
+		var err error
+		a, err = s.answer(ctx, db, orgID, text, r)
+		return err
+	})
 	if err != nil {
 		return Answer{}, err
 	}
@@ -173,8 +178,7 @@ func (s *Service) Ask(ctx context.Context, actor domain.Actor, in AskInput) (Ans
 }
 
 // answer recognizes the question and computes its answer.
-func (s *Service) answer(ctx context.Context, orgID uuid.UUID, text string, r store.AskRange) (Answer, error) {
-	db := s.store.Pool
+func (s *Service) answer(ctx context.Context, db store.DBTX, orgID uuid.UUID, text string, r store.AskRange) (Answer, error) {
 	period := periodText(r)
 	dest := ""
 	if m := reDest.FindStringSubmatch(text); m != nil {

@@ -232,22 +232,31 @@ func BenchmarkPlans(b *testing.B) {
 	org := f.actor.OrganizationID
 	now := time.Now()
 	sc := store.InsightScope{Now: now}
-	db := &explainDB{DBTX: f.st.Pool, b: b}
+	var plans []string
 	for b.Loop() {
-		_, _ = store.OutlierGroups(ctx, db, org, store.OutlierCost, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
-		_, _ = store.OutlierGroups(ctx, db, org, store.OutlierWeight, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
-		_, _ = store.StuckOrders(ctx, db, org, sc, []string{"pending", "confirmed", "processing", "on_hold"}, insights.Baseline, insights.StuckMinSamples, insights.StuckMinimum)
-		_, _ = store.ExceptionRates(ctx, db, org, sc, insights.Recent)
-		_, _ = store.CheaperQuotes(ctx, db, org, sc, insights.Baseline)
-		_, _ = store.LateRisks(ctx, db, org, sc, insights.Baseline, insights.LateMinSamples, insights.LateShare)
-		_, _ = store.VolumeTrends(ctx, db, org, sc, insights.Recent)
-		_, _ = store.Alerts(ctx, db, org, now, insights.AlertWindow)
-		_, _ = store.ManualDispatchRuns(ctx, db, org, sc, insights.RecommendationWindow, insights.RecommendMinOrders)
-		_, _ = store.CarrierPerformance(ctx, db, org, now.AddDate(-1, 0, 0), now)
-		_, items, _ := f.ops.Operation(ctx, org, f.opID)
-		_, _ = store.OperationItemGroups(ctx, db, org, items, now)
+		// The statements run as generate runs them (store.InsightRead).
+		err := store.InsightRead(ctx, f.st.Pool, func(tx store.DBTX) error {
+			db := &explainDB{DBTX: tx, b: b}
+			_, _ = store.OutlierGroups(ctx, db, org, store.OutlierCost, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
+			_, _ = store.OutlierGroups(ctx, db, org, store.OutlierWeight, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
+			_, _ = store.StuckOrders(ctx, db, org, sc, []string{"pending", "confirmed", "processing", "on_hold"}, insights.Baseline, insights.StuckMinSamples, insights.StuckMinimum)
+			_, _ = store.ExceptionRates(ctx, db, org, sc, insights.Recent)
+			_, _ = store.CheaperQuotes(ctx, db, org, sc, insights.Baseline)
+			_, _ = store.LateRisks(ctx, db, org, sc, insights.Baseline, insights.LateMinSamples, insights.LateShare)
+			_, _ = store.VolumeTrends(ctx, db, org, sc, insights.Recent)
+			_, _ = store.Alerts(ctx, db, org, now, insights.AlertWindow)
+			_, _ = store.ManualDispatchRuns(ctx, db, org, sc, insights.RecommendationWindow, insights.RecommendMinOrders)
+			_, _ = store.CarrierPerformance(ctx, db, org, now.AddDate(-1, 0, 0), now)
+			_, items, _ := f.ops.Operation(ctx, org, f.opID)
+			_, _ = store.OperationItemGroups(ctx, db, org, items, now)
+			plans = db.plans
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
 	}
-	for _, p := range db.plans {
+	for _, p := range plans {
 		b.Log("\n" + p)
 	}
 }

@@ -77,6 +77,7 @@ var stuckStatuses = []string{"pending", "confirmed", "processing", "on_hold"}
 
 // detectEnv is one run of the detectors.
 type detectEnv struct {
+	// db is the detector's read-only transaction (store.InsightRead).
 	db    store.DBTX
 	orgID uuid.UUID
 	scope store.InsightScope

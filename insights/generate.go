@@ -87,7 +87,7 @@ func (s *Service) Generate(ctx context.Context, actor domain.Actor, in GenerateI
 	}
 	orgID := actor.OrganizationID
 	now := s.now().UTC().Truncate(time.Microsecond)
-	env := detectEnv{db: s.store.Pool, orgID: orgID, scope: store.InsightScope{Now: now}}
+	env := detectEnv{orgID: orgID, scope: store.InsightScope{Now: now}}
 	scopeKey := "org"
 	switch {
 	case in.OperationID != nil:
@@ -168,11 +168,16 @@ func (s *Service) detect(ctx context.Context, env detectEnv, categories []string
 			continue
 		}
 		g.Go(func() error {
-			found, err := d.run(gctx, env)
+			err := store.InsightRead(gctx, s.store.Pool, func(db store.DBTX) error {
+				e := env
+				e.db = db
+				found, err := d.run(gctx, e)
+				results[i] = found
+				return err
+			})
 			if err != nil {
 				return fmt.Errorf("insights detector %s: %w", d.name, err)
 			}
-			results[i] = found
 			return nil
 		})
 	}

@@ -116,11 +116,16 @@ func (s *Service) OperationInsights(ctx context.Context, actor domain.Actor, ope
 		return OperationInsights{}, err
 	}
 	now := s.now().UTC()
-	groups, err := store.OperationItemGroups(ctx, s.store.Pool, orgID, items, now)
-	if err != nil {
-		return OperationInsights{}, err
-	}
-	perf, err := store.CarrierPerformance(ctx, s.store.Pool, orgID, now.Add(-Baseline), now)
+	var groups []store.OperationItemGroup
+	var perf []store.CarrierPerformanceRow
+	err = store.InsightRead(ctx, s.store.Pool, func(db store.DBTX) error {
+		var err error
+		if groups, err = store.OperationItemGroups(ctx, db, orgID, items, now); err != nil {
+			return err
+		}
+		perf, err = store.CarrierPerformance(ctx, db, orgID, now.Add(-Baseline), now)
+		return err
+	})
 	if err != nil {
 		return OperationInsights{}, err
 	}

@@ -51,7 +51,12 @@ func (s *Service) CarrierPerformance(ctx context.Context, actor domain.Actor, da
 	}
 	end := s.now().UTC().Truncate(time.Microsecond)
 	start := end.AddDate(0, 0, -days)
-	rows, err := store.CarrierPerformance(ctx, s.store.Pool, actor.OrganizationID, start, end)
+	var rows []store.CarrierPerformanceRow
+	err := store.InsightRead(ctx, s.store.Pool, func(db store.DBTX) error {
+		var err error
+		rows, err = store.CarrierPerformance(ctx, db, actor.OrganizationID, start, end)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -60,28 +60,37 @@ var outlierValue = map[string]string{
 // z = 0.6745·(x − median)/MAD, or (x − median)/(1.2533·meanAD) when the
 // MAD is 0 (Iglewicz and Hoaglin; the mean absolute deviation fallback
 // when more than half the values are equal). Groups need minSamples.
+//
+// One pass over the baseline window gathers each group's values (a hash
+// aggregate); the median and the deviations are then ordered-set
+// aggregates over each group's array, and only the recent window's
+// shipments are read again, by index, to be scored.
 func OutlierGroups(ctx context.Context, db DBTX, orgID uuid.UUID, metric string, sc InsightScope, baseline, recent time.Duration, minSamples int, zLimit float64) ([]OutlierGroup, error) {
 	value := outlierValue[metric]
 	rows, err := db.Query(ctx, `
-WITH base AS MATERIALIZED (
-  SELECT s.id, s.order_id, s.created_at, s.carrier, s.service, `+value+` AS x
+WITH grp AS (
+  SELECT s.carrier, s.service, count(*) AS n, array_agg(`+value+`) AS xs
     FROM shipments s
    WHERE s.organization_id = $1 AND s.created_at >= $2::timestamptz - $3::interval AND s.created_at < $2
-), med AS (
-  SELECT carrier, service, count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY x) AS median
-    FROM base WHERE x IS NOT NULL GROUP BY 1, 2 HAVING count(*) >= $6
-), dev AS (
-  SELECT b.carrier, b.service, m.n, m.median,
-         percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(b.x - m.median)) AS mad,
-         avg(abs(b.x - m.median)) AS meanad
-    FROM base b JOIN med m USING (carrier, service) WHERE b.x IS NOT NULL GROUP BY 1, 2, 3, 4
+     AND `+value+` IS NOT NULL
+   GROUP BY 1, 2 HAVING count(*) >= $6
+), dev AS MATERIALIZED (
+  SELECT g.carrier, g.service, g.n, m.median, d.mad, d.meanad
+    FROM grp g
+   CROSS JOIN LATERAL (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v) AS median FROM unnest(g.xs) v) m
+   CROSS JOIN LATERAL (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(v - m.median)) AS mad,
+                              avg(abs(v - m.median)) AS meanad
+                         FROM unnest(g.xs) v) d
 ), scored AS (
-  SELECT b.id, d.carrier, d.service, d.n, d.median, d.mad, b.x,
-         CASE WHEN d.mad > 0 THEN 0.6745 * (b.x - d.median) / d.mad
-              WHEN d.meanad > 0 THEN (b.x - d.median) / (1.253314 * d.meanad) ELSE 0 END AS z
-    FROM base b JOIN dev d USING (carrier, service)
-   WHERE b.created_at >= $2::timestamptz - $4::interval AND b.x IS NOT NULL
-     AND ($5::uuid[] IS NULL OR b.order_id = ANY($5))
+  SELECT s.id, d.carrier, d.service, d.n, d.median, d.mad, v.x,
+         CASE WHEN d.mad > 0 THEN 0.6745 * (v.x - d.median) / d.mad
+              WHEN d.meanad > 0 THEN (v.x - d.median) / (1.253314 * d.meanad) ELSE 0 END AS z
+    FROM shipments s
+   CROSS JOIN LATERAL (SELECT `+value+` AS x) v
+    JOIN dev d ON d.carrier = s.carrier AND d.service = s.service
+   WHERE s.organization_id = $1 AND s.created_at >= $2::timestamptz - $4::interval AND s.created_at < $2
+     AND s.created_at >= $2::timestamptz - $3::interval AND v.x IS NOT NULL
+     AND ($5::uuid[] IS NULL OR s.order_id = ANY($5))
 )
 SELECT carrier, service, n::int AS samples, median, mad, count(*)::int AS outliers, count(*) FILTER (WHERE z > 0)::int AS high,
        max(x) AS highest, min(x) AS lowest, coalesce(sum(x - median) FILTER (WHERE z > 0), 0) AS excess,
