@@ -127,7 +127,7 @@ func runCommand(t *testing.T, env map[string]string, run func(context.Context) e
 	return ctx
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
