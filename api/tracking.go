@@ -49,6 +49,20 @@ const (
 // checkpointMinTime is the earliest checkpointTime accepted.
 var checkpointMinTime = time.Unix(0, 0).UTC()
 
+// checkpointDetail is what a checkpoint says of its place and status, as
+// sent and as answered.
+type checkpointDetail struct {
+	StatusDetail *string  `json:"statusDetail"`
+	Description  *string  `json:"description"`
+	City         *string  `json:"city"`
+	State        *string  `json:"state"`
+	Country      *string  `json:"country"`
+	CountryCode  *string  `json:"countryCode"`
+	Zip          *string  `json:"zip"`
+	Latitude     *float64 `json:"latitude"`
+	Longitude    *float64 `json:"longitude"`
+}
+
 // checkpointJSON is a tracking checkpoint, every field of the spec (rawData
 // is stored but not echoed).
 type checkpointJSON struct {
@@ -57,15 +71,7 @@ type checkpointJSON struct {
 	ShipmentID     uuid.UUID `json:"shipmentId"`
 	Sequence       int       `json:"sequence"`
 	Status         string    `json:"status"`
-	StatusDetail   *string   `json:"statusDetail"`
-	Description    *string   `json:"description"`
-	City           *string   `json:"city"`
-	State          *string   `json:"state"`
-	Country        *string   `json:"country"`
-	CountryCode    *string   `json:"countryCode"`
-	Zip            *string   `json:"zip"`
-	Latitude       *float64  `json:"latitude"`
-	Longitude      *float64  `json:"longitude"`
+	checkpointDetail
 	CheckpointTime time.Time `json:"checkpointTime"`
 	Source         string    `json:"source"`
 	SourceEventID  *string   `json:"sourceEventId"`
@@ -78,8 +84,8 @@ type checkpointJSON struct {
 func toCheckpointJSON(c shipping.Checkpoint) checkpointJSON {
 	return checkpointJSON{
 		ID: c.ID, OrganizationID: c.OrganizationID, ShipmentID: c.ShipmentID, Sequence: c.Sequence, Status: c.Status,
-		StatusDetail: c.StatusDetail, Description: c.Description, City: c.City, State: c.State, Country: c.Country,
-		CountryCode: c.CountryCode, Zip: c.Zip, Latitude: c.Latitude, Longitude: c.Longitude,
+		checkpointDetail: checkpointDetail{StatusDetail: c.StatusDetail, Description: c.Description, City: c.City, State: c.State,
+			Country: c.Country, CountryCode: c.CountryCode, Zip: c.Zip, Latitude: c.Latitude, Longitude: c.Longitude},
 		CheckpointTime: c.CheckpointTime, Source: c.Source, SourceEventID: c.SourceEventID,
 		IsException: c.IsException, ExceptionType: c.ExceptionType, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
 	}
@@ -123,24 +129,16 @@ type trackingMapItemJSON struct {
 // lets it through (types, lengths, enums, bounds checked there); blank
 // optional strings are absent.
 type checkpointBody struct {
-	ShipmentID     uuid.UUID       `json:"shipmentId"`
-	Sequence       float64         `json:"sequence"`
-	Status         string          `json:"status"`
-	CheckpointTime string          `json:"checkpointTime"`
-	Source         string          `json:"source"`
-	StatusDetail   *string         `json:"statusDetail"`
-	Description    *string         `json:"description"`
-	City           *string         `json:"city"`
-	State          *string         `json:"state"`
-	Country        *string         `json:"country"`
-	CountryCode    *string         `json:"countryCode"`
-	Zip            *string         `json:"zip"`
-	Latitude       *float64        `json:"latitude"`
-	Longitude      *float64        `json:"longitude"`
-	SourceEventID  *string         `json:"sourceEventId"`
-	RawData        json.RawMessage `json:"rawData"`
-	IsException    *bool           `json:"isException"`
-	ExceptionType  *string         `json:"exceptionType"`
+	ShipmentID     uuid.UUID `json:"shipmentId"`
+	Sequence       float64   `json:"sequence"`
+	Status         string    `json:"status"`
+	CheckpointTime string    `json:"checkpointTime"`
+	Source         string    `json:"source"`
+	checkpointDetail
+	SourceEventID *string         `json:"sourceEventId"`
+	RawData       json.RawMessage `json:"rawData"`
+	IsException   *bool           `json:"isException"`
+	ExceptionType *string         `json:"exceptionType"`
 }
 
 func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error {
