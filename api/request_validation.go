@@ -251,6 +251,18 @@ func instanceAt(loc []string, body any) any {
 	return cur
 }
 
+// decodeValidatedJSON is decodeJSON into a jsonBody that takes the object
+// validateRequest decoded without reading the body again (decodeBody reads
+// and scans it before it looks for the decoded one): the hot create paths
+// (POST /orders) read their body once.
+func decodeValidatedJSON(r *http.Request, body *jsonBody) error {
+	if m, ok := preParsedBody(r); ok {
+		*body = m
+		return nil
+	}
+	return decodeJSON(r, body)
+}
+
 // preParsedBody is the object validateRequest decoded, if any.
 func preParsedBody(r *http.Request) (map[string]any, bool) {
 	if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok && ri.body != nil {
