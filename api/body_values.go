@@ -104,20 +104,11 @@ func (f bodyFields) rawText(key string) *string {
 // integer is an integer field for the domain's bounds (nil: absent, or
 // named here when it is not an integer); huge values are clamped.
 func (f bodyFields) integer(key string) *int {
-	raw, ok := f.get(key, false)
-	if !ok {
+	n := f.number(key, false, math.Inf(-1), math.Inf(1), true)
+	if n == nil {
 		return nil
 	}
-	n, isNum := rateNumber(raw)
-	switch {
-	case !isNum:
-		f.v.add(f.name(key), "must be a number")
-		return nil
-	case n != math.Trunc(n):
-		f.v.add(f.name(key), "must be an integer")
-		return nil
-	}
-	i := int(math.Max(math.Min(n, math.MaxInt32), math.MinInt32))
+	i := int(math.Max(math.Min(*n, math.MaxInt32), math.MinInt32))
 	return &i
 }
 
