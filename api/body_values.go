@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // Typed values of a request body (numbers, booleans, timestamps), shared by
@@ -69,4 +72,68 @@ func (f bodyFields) timestamp(key string) *time.Time {
 	}
 	f.v.add(f.name(key), "must be an ISO 8601 timestamp")
 	return nil
+}
+
+// optionalBody decodes a body that may be empty.
+func optionalBody(r *http.Request) (jsonBody, error) {
+	var body jsonBody
+	if r.ContentLength != 0 {
+		if err := decodeJSON(r, &body); err != nil {
+			return nil, err
+		}
+	}
+	return body, nil
+}
+
+// rawText is a string field, trimmed ("" when sent as null: the domain
+// decides whether it is required); nil when it is not a string.
+func (f bodyFields) rawText(key string) *string {
+	raw := f.m[key]
+	if raw == nil {
+		empty := ""
+		return &empty
+	}
+	s, ok := raw.(string)
+	if !ok {
+		f.v.add(f.name(key), "must be a string")
+		return nil
+	}
+	return &s
+}
+
+// integer is an integer field for the domain's bounds (nil: absent, or
+// named here when it is not an integer); huge values are clamped.
+func (f bodyFields) integer(key string) *int {
+	n := f.number(key, false, math.Inf(-1), math.Inf(1), true)
+	if n == nil {
+		return nil
+	}
+	i := int(math.Max(math.Min(*n, math.MaxInt32), math.MinInt32))
+	return &i
+}
+
+// uuids is an array of UUIDs as sent (repeats kept: the domain counts
+// and drops them); nil when it is null (named when required) or not an
+// array of UUIDs.
+func (f bodyFields) uuids(key string, required bool) []uuid.UUID {
+	raw, ok := f.get(key, required)
+	if !ok {
+		return nil
+	}
+	arr, isArr := raw.([]any)
+	if !isArr {
+		f.v.add(f.name(key), "must be an array of UUIDs")
+		return nil
+	}
+	out := make([]uuid.UUID, 0, len(arr))
+	for i, el := range arr {
+		str, isStr := el.(string)
+		u, err := uuid.Parse(str)
+		if !isStr || err != nil {
+			f.v.add(fmt.Sprintf("%s[%d]", f.name(key), i), "must be a UUID")
+			return nil
+		}
+		out = append(out, u)
+	}
+	return out
 }

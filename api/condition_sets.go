@@ -16,10 +16,8 @@ func (s *Server) mountConditionSets(r chi.Router) {
 	read := r.With(s.scope("dispatchers:read"))
 	write := r.With(s.scope("dispatchers:write"))
 	read.Get("/condition-sets", s.h(s.listConditionSets))
-	write.Post("/condition-sets", s.h(s.createConditionSet))
-	read.Get("/condition-sets/{id}", s.h(s.getConditionSet))
-	write.Patch("/condition-sets/{id}", s.h(s.updateConditionSet))
-	write.Delete("/condition-sets/{id}", s.h(s.deleteConditionSet))
+	routingCRUD[routing.ConditionSetInput, routing.ConditionSet, conditionSetJSON]{path: "/condition-sets", noun: "condition set", decode: decodeConditionSet, toJSON: toConditionSetJSON,
+		get: s.routing.GetConditionSet, create: s.routing.CreateConditionSet, update: s.routing.UpdateConditionSet, remove: s.routing.DeleteConditionSet}.mount(s, read, write)
 	read.Get("/condition-sets/{id}/values", s.h(s.listConditionSetValues))
 	write.Post("/condition-sets/{id}/values", s.h(s.addConditionSetValues))
 	write.Delete("/condition-sets/{id}/values", s.h(s.removeConditionSetValues))
@@ -66,23 +64,14 @@ func (s *Server) listConditionSets(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-func (s *Server) getConditionSet(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "condition set")
-	if err != nil {
-		return err
-	}
-	c, err := s.routing.GetConditionSet(r.Context(), actorOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toConditionSetJSON(c))
-	return nil
-}
-
 var conditionSetFields = []string{"name", "description", "valueType"}
 
 // decodeConditionSet reads a condition set create or update body (the
 // domain checks the values).
+//
+// An update changes name and description (null or "" clears the
+// description); valueType cannot change once values exist, so it is not
+// updatable.
 func decodeConditionSet(r *http.Request, create bool) (routing.ConditionSetInput, error) {
 	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
@@ -105,51 +94,6 @@ func decodeConditionSet(r *http.Request, create bool) (routing.ConditionSetInput
 		return in, nil
 	}
 	return in, validation(v, in.Validate(create), conditionSetFields...)
-}
-
-func (s *Server) createConditionSet(w http.ResponseWriter, r *http.Request) error {
-	in, err := decodeConditionSet(r, true)
-	if err != nil {
-		return err
-	}
-	out, err := s.routing.CreateConditionSet(r.Context(), actorOf(r), in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusCreated, toConditionSetJSON(out))
-	return nil
-}
-
-// updateConditionSet changes name and description (null or "" clears the
-// description); valueType cannot change once values exist, so it is not
-// updatable.
-func (s *Server) updateConditionSet(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "condition set")
-	if err != nil {
-		return err
-	}
-	in, err := decodeConditionSet(r, false)
-	if err != nil {
-		return err
-	}
-	out, err := s.routing.UpdateConditionSet(r.Context(), actorOf(r), id, in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toConditionSetJSON(out))
-	return nil
-}
-
-func (s *Server) deleteConditionSet(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "condition set")
-	if err != nil {
-		return err
-	}
-	if err := s.routing.DeleteConditionSet(r.Context(), actorOf(r), id); err != nil {
-		return err
-	}
-	writeSuccess(w)
-	return nil
 }
 
 func (s *Server) listConditionSetValues(w http.ResponseWriter, r *http.Request) error {

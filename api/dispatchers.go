@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -20,13 +21,11 @@ func (s *Server) mountDispatchers(r chi.Router) {
 	read := r.With(s.scope("dispatchers:read"))
 	write := r.With(s.scope("dispatchers:write"))
 	read.Get("/dispatchers", s.h(s.listDispatchers))
-	write.Post("/dispatchers", s.h(s.createDispatcher))
+	routingCRUD[routing.DispatcherInput, routing.Dispatcher, dispatcherJSON]{path: "/dispatchers", noun: "dispatcher", decode: decodeDispatcher, toJSON: toDispatcherJSON,
+		get: s.routing.GetDispatcher, create: s.routing.CreateDispatcher, update: s.routing.UpdateDispatcher, remove: s.routing.DeleteDispatcher}.mount(s, read, write)
 	write.Post("/dispatchers/evaluate/{orderId}", s.h(s.evaluateDispatchers))
 	write.Post("/dispatchers/assignments/process", s.h(s.processAssignments))
 	write.Post("/dispatchers/assignments/retry", s.h(s.retryAssignments))
-	read.Get("/dispatchers/{id}", s.h(s.getDispatcher))
-	write.Patch("/dispatchers/{id}", s.h(s.updateDispatcher))
-	write.Delete("/dispatchers/{id}", s.h(s.deleteDispatcher))
 	read.Get("/dispatchers/{id}/assignments", s.h(s.listAssignments))
 	write.Post("/dispatchers/{id}/assign", s.h(s.bulkAssign))
 }
@@ -118,61 +117,6 @@ func (s *Server) listDispatchers(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getDispatcher(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "dispatcher")
-	if err != nil {
-		return err
-	}
-	d, err := s.routing.GetDispatcher(r.Context(), actorOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toDispatcherJSON(d))
-	return nil
-}
-
-func (s *Server) createDispatcher(w http.ResponseWriter, r *http.Request) error {
-	in, err := decodeDispatcher(r, true)
-	if err != nil {
-		return err
-	}
-	d, err := s.routing.CreateDispatcher(r.Context(), actorOf(r), in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusCreated, toDispatcherJSON(d))
-	return nil
-}
-
-func (s *Server) updateDispatcher(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "dispatcher")
-	if err != nil {
-		return err
-	}
-	in, err := decodeDispatcher(r, false)
-	if err != nil {
-		return err
-	}
-	d, err := s.routing.UpdateDispatcher(r.Context(), actorOf(r), id, in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toDispatcherJSON(d))
-	return nil
-}
-
-func (s *Server) deleteDispatcher(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "dispatcher")
-	if err != nil {
-		return err
-	}
-	if err := s.routing.DeleteDispatcher(r.Context(), actorOf(r), id); err != nil {
-		return err
-	}
-	writeSuccess(w)
-	return nil
-}
-
 // listAssignments is a dispatcher's assignments, newest first.
 func (s *Server) listAssignments(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id", "dispatcher")
@@ -211,23 +155,20 @@ func (s *Server) evaluateDispatchers(w http.ResponseWriter, r *http.Request) err
 }
 
 // bulkAssign assigns 1-200 orders to the dispatcher's destination,
-// bypassing its conditions (routing.BulkAssign).
+// bypassing its conditions (routing.BulkAssign). The body is
+// DispatchBulkAssignRequest (api/openapi.yaml).
 func (s *Server) bulkAssign(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "id", "dispatcher")
 	if err != nil {
 		return err
 	}
-	var body jsonBody
+	var body struct {
+		OrderIDs []uuid.UUID `json:"orderIds"`
+	}
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	ids := f.uuids("orderIds", true)
-	if err := v.err(); err != nil {
-		return err
-	}
-	res, err := s.routing.BulkAssign(r.Context(), actorOf(r), id, ids)
+	res, err := s.routing.BulkAssign(r.Context(), actorOf(r), id, body.OrderIDs)
 	if err != nil {
 		return err
 	}
@@ -236,25 +177,27 @@ func (s *Server) bulkAssign(w http.ResponseWriter, r *http.Request) error {
 }
 
 // processAssignments starts the runs of pending assignments (optionally of
-// one destination bridge), through the bulk queue.
+// one destination bridge), through the bulk queue. The body (optional) is
+// DispatchProcessRequest.
 func (s *Server) processAssignments(w http.ResponseWriter, r *http.Request) error {
-	body, err := optionalBody(r)
-	if err != nil {
+	var body struct {
+		BridgeID *string  `json:"bridgeId"`
+		Limit    *float64 `json:"limit"`
+	}
+	if err := decodeOptionalJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
 	var in routing.ProcessAssignmentsInput
-	if raw := f.str("bridgeId", false, 100); raw != nil {
-		if u, err := uuid.Parse(*raw); err != nil {
-			v.add("bridgeId", "must be a UUID")
-		} else {
-			in.BridgeID = &u
+	if id := blankNil(body.BridgeID); id != nil {
+		u, err := uuid.Parse(strings.TrimSpace(*id))
+		if err != nil {
+			return errValidation(FieldError{Field: "bridgeId", Message: "must be a UUID"})
 		}
+		in.BridgeID = &u
 	}
-	in.Limit = f.integer("limit")
-	if !v.ok() {
-		return validation(&v, in.Validate(), "bridgeId", "limit")
+	if body.Limit != nil {
+		n := int(math.Max(math.Min(*body.Limit, math.MaxInt32), math.MinInt32))
+		in.Limit = &n
 	}
 	res, err := s.routing.ProcessAssignments(r.Context(), actorOf(r), in)
 	if err != nil {
@@ -265,22 +208,17 @@ func (s *Server) processAssignments(w http.ResponseWriter, r *http.Request) erro
 }
 
 // retryAssignments resets failed assignments to pending (retryCount 0) and
-// starts them again.
+// starts them again. The body (optional) is DispatchRetryRequest.
 func (s *Server) retryAssignments(w http.ResponseWriter, r *http.Request) error {
-	body, err := optionalBody(r)
-	if err != nil {
+	var body struct {
+		AssignmentIDs *[]uuid.UUID `json:"assignmentIds"`
+	}
+	if err := decodeOptionalJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
 	var ids []uuid.UUID
-	if body["assignmentIds"] != nil {
-		if ids = f.uuids("assignmentIds", false); ids == nil {
-			ids = []uuid.UUID{}
-		}
-	}
-	if err := v.err(); err != nil {
-		return err
+	if body.AssignmentIDs != nil {
+		ids = append([]uuid.UUID{}, *body.AssignmentIDs...)
 	}
 	reset, err := s.routing.RetryAssignments(r.Context(), actorOf(r), ids)
 	if err != nil {
@@ -381,77 +319,4 @@ func decodeDispatcher(r *http.Request, create bool) (routing.DispatcherInput, er
 		return in, nil // the domain validates the rest
 	}
 	return in, validation(v, in.Validate(create), dispatcherFields...)
-}
-
-// optionalBody decodes a body that may be empty.
-func optionalBody(r *http.Request) (jsonBody, error) {
-	var body jsonBody
-	if r.ContentLength != 0 {
-		if err := decodeJSON(r, &body); err != nil {
-			return nil, err
-		}
-	}
-	return body, nil
-}
-
-// rawText is a string field, trimmed ("" when sent as null: the domain
-// decides whether it is required); nil when it is not a string.
-func (f bodyFields) rawText(key string) *string {
-	raw := f.m[key]
-	if raw == nil {
-		empty := ""
-		return &empty
-	}
-	s, ok := raw.(string)
-	if !ok {
-		f.v.add(f.name(key), "must be a string")
-		return nil
-	}
-	return &s
-}
-
-// integer is an integer field for the domain's bounds (nil: absent, or
-// named here when it is not an integer); huge values are clamped.
-func (f bodyFields) integer(key string) *int {
-	raw, ok := f.get(key, false)
-	if !ok {
-		return nil
-	}
-	n, isNum := rateNumber(raw)
-	switch {
-	case !isNum:
-		f.v.add(f.name(key), "must be a number")
-		return nil
-	case n != math.Trunc(n):
-		f.v.add(f.name(key), "must be an integer")
-		return nil
-	}
-	i := int(math.Max(math.Min(n, math.MaxInt32), math.MinInt32))
-	return &i
-}
-
-// uuids is an array of UUIDs as sent (repeats kept: the domain counts
-// and drops them); nil when it is null (named when required) or not an
-// array of UUIDs.
-func (f bodyFields) uuids(key string, required bool) []uuid.UUID {
-	raw, ok := f.get(key, required)
-	if !ok {
-		return nil
-	}
-	arr, isArr := raw.([]any)
-	if !isArr {
-		f.v.add(f.name(key), "must be an array of UUIDs")
-		return nil
-	}
-	out := make([]uuid.UUID, 0, len(arr))
-	for i, el := range arr {
-		str, isStr := el.(string)
-		u, err := uuid.Parse(str)
-		if !isStr || err != nil {
-			f.v.add(fmt.Sprintf("%s[%d]", f.name(key), i), "must be a UUID")
-			return nil
-		}
-		out = append(out, u)
-	}
-	return out
 }

@@ -84,25 +84,23 @@ func idList(field string, raw []string, max int) ([]uuid.UUID, error) {
 	return ids, v.err()
 }
 
-func insightOptionalID(v *validator, field string, raw *string) *uuid.UUID {
-	if raw == nil {
-		return nil
+// nonNilIDs is ids, empty rather than nil (as parseIDs answered).
+func nonNilIDs(ids []uuid.UUID) []uuid.UUID {
+	if ids == nil {
+		return []uuid.UUID{}
 	}
-	id, err := uuid.Parse(*raw)
-	if err != nil {
-		v.add(field, "must be a UUID")
-		return nil
-	}
-	return &id
+	return ids
 }
 
 // --- generate and list ---
 
+// generateInsightsBody is InsightsGenerateRequest (api/openapi.yaml
+// checks the ids).
 type generateInsightsBody struct {
-	Scope       *string  `json:"scope"`
-	OperationID *string  `json:"operationId"`
-	OrderIDs    []string `json:"orderIds"`
-	Types       []string `json:"types"`
+	Scope       *string     `json:"scope"`
+	OperationID *uuid.UUID  `json:"operationId"`
+	OrderIDs    []uuid.UUID `json:"orderIds"`
+	Types       []string    `json:"types"`
 }
 
 func (s *Server) generateInsights(w http.ResponseWriter, r *http.Request) error {
@@ -110,13 +108,7 @@ func (s *Server) generateInsights(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeOptionalJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	in := insights.GenerateInput{Scope: deref(body.Scope), Types: body.Types}
-	in.OperationID = insightOptionalID(&v, "operationId", body.OperationID)
-	in.OrderIDs = parseIDs(&v, "orderIds", body.OrderIDs, insights.MaxOrderIDs)
-	if err := v.err(); err != nil {
-		return err
-	}
+	in := insights.GenerateInput{Scope: deref(body.Scope), Types: body.Types, OperationID: body.OperationID, OrderIDs: nonNilIDs(body.OrderIDs)}
 	res, err := s.insights.Generate(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
@@ -188,8 +180,8 @@ func (s *Server) operationInsights(w http.ResponseWriter, r *http.Request) error
 type askBody struct {
 	Query   *string `json:"query"`
 	Context *struct {
-		OperationID *string  `json:"operationId"`
-		OrderIDs    []string `json:"orderIds"`
+		OperationID *uuid.UUID  `json:"operationId"`
+		OrderIDs    []uuid.UUID `json:"orderIds"`
 		DateRange   *struct {
 			Start *time.Time `json:"start"`
 			End   *time.Time `json:"end"`
@@ -206,21 +198,13 @@ func (s *Server) askInsights(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	if body.Query == nil {
-		v.add("query", "is required")
-	}
-	in := insights.AskInput{Query: deref(body.Query)}
+	in := insights.AskInput{Query: deref(body.Query)} // required by InsightAskRequest
 	if c := body.Context; c != nil {
-		in.Context.OperationID = insightOptionalID(&v, "context.operationId", c.OperationID)
-		in.Context.OrderIDs = parseIDs(&v, "context.orderIds", c.OrderIDs, insights.MaxOrderIDs)
+		in.Context.OperationID, in.Context.OrderIDs = c.OperationID, nonNilIDs(c.OrderIDs)
 		if c.DateRange != nil {
 			in.Context.Start, in.Context.End = c.DateRange.Start, c.DateRange.End
 		}
 		in.Context.IncludeOrders = c.IncludeOrders
-	}
-	if err := v.err(); err != nil {
-		return err
 	}
 	a, err := s.insights.Ask(r.Context(), actorOf(r), in)
 	if err != nil {

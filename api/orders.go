@@ -107,7 +107,7 @@ func toOrderActivityJSON(a orders.Activity) orderActivityJSON {
 
 func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	if err := decodeValidatedJSON(r, &body); err != nil {
 		return err
 	}
 	in, err := parseCreateOrder(body)

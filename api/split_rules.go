@@ -18,10 +18,8 @@ func (s *Server) mountSplitRules(r chi.Router) {
 	read := r.With(s.scope("dispatchers:read"))
 	write := r.With(s.scope("dispatchers:write"))
 	read.Get("/split-rules", s.h(s.listSplitRules))
-	write.Post("/split-rules", s.h(s.createSplitRule))
-	read.Get("/split-rules/{id}", s.h(s.getSplitRule))
-	write.Patch("/split-rules/{id}", s.h(s.updateSplitRule))
-	write.Delete("/split-rules/{id}", s.h(s.deleteSplitRule))
+	routingCRUD[routing.SplitRuleInput, routing.SplitRule, splitRuleJSON]{path: "/split-rules", noun: "split rule", decode: decodeSplitRule, toJSON: toSplitRuleJSON,
+		get: s.routing.GetSplitRule, create: s.routing.CreateSplitRule, update: s.routing.UpdateSplitRule, remove: s.routing.DeleteSplitRule}.mount(s, read, write)
 	write.Post("/split-rules/{id}/test", s.h(s.testSplitRule))
 }
 
@@ -79,58 +77,16 @@ func (s *Server) listSplitRules(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) getSplitRule(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "split rule")
-	if err != nil {
-		return err
-	}
-	rule, err := s.routing.GetSplitRule(r.Context(), actorOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toSplitRuleJSON(rule))
-	return nil
-}
-
-func (s *Server) createSplitRule(w http.ResponseWriter, r *http.Request) error {
-	in, err := decodeSplitRule(r, true)
-	if err != nil {
-		return err
-	}
-	rule, err := s.routing.CreateSplitRule(r.Context(), actorOf(r), in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusCreated, toSplitRuleJSON(rule))
-	return nil
-}
-
-// updateSplitRule applies any create field; null clears description,
-// conditionGroups, groupField and bridgeId. The result must still be a
-// complete rule (condition groups for condition, a group field for
-// field_group). It affects orders processed afterwards.
-func (s *Server) updateSplitRule(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "split rule")
-	if err != nil {
-		return err
-	}
-	in, err := decodeSplitRule(r, false)
-	if err != nil {
-		return err
-	}
-	rule, err := s.routing.UpdateSplitRule(r.Context(), actorOf(r), id, in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toSplitRuleJSON(rule))
-	return nil
-}
-
 // splitRuleFields is the order a split rule body's problems are named in.
 var splitRuleFields = []string{"name", "description", "method", "isActive", "priority", "bridgeId", "groupField", "conditionGroups"}
 
 // decodeSplitRule reads a split rule create (every field) or update (the
 // fields sent) body; the domain checks the values.
+//
+// An update applies any create field; null clears description,
+// conditionGroups, groupField and bridgeId. The result must still be a
+// complete rule (condition groups for condition, a group field for
+// field_group). It affects orders processed afterwards.
 func decodeSplitRule(r *http.Request, create bool) (routing.SplitRuleInput, error) {
 	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
@@ -176,18 +132,6 @@ func decodeSplitRule(r *http.Request, create bool) (routing.SplitRuleInput, erro
 		return in, nil
 	}
 	return in, validation(v, in.Validate(create), splitRuleFields...)
-}
-
-func (s *Server) deleteSplitRule(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "split rule")
-	if err != nil {
-		return err
-	}
-	if err := s.routing.DeleteSplitRule(r.Context(), actorOf(r), id); err != nil {
-		return err
-	}
-	writeSuccess(w)
-	return nil
 }
 
 // splitTestGroupJSON is one group of a dry run.

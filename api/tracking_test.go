@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/fos-dev/fos/shipping"
 )
 
 // trackingTestShipment inserts a shipment of the organization (the
@@ -492,4 +494,13 @@ func TestTrackingCheckpointIsException(t *testing.T) {
 	res = e.do(owner.caller, "POST", "/api/v1/shipment-tracking/checkpoints", body)
 	require.Equal(t, 201, res.Code, "%s", res.Raw)
 	require.Equal(t, "delivered", trackingTestStatus(t, e, sh))
+}
+
+// TestCheckpointBatchLimitInDocument: the batch size the document refuses
+// above is the one the shipping domain records at most.
+func TestCheckpointBatchLimitInDocument(t *testing.T) {
+	batch := openAPIDoc()["components"].(map[string]any)["schemas"].(map[string]any)["CheckpointBatch"].(map[string]any)
+	items := batch["properties"].(map[string]any)["checkpoints"].(map[string]any)
+	require.EqualValues(t, shipping.MaxCheckpointBatch, items["maxItems"])
+	require.Equal(t, fmt.Sprintf("must have 1-%d items", shipping.MaxCheckpointBatch), items["x-messages"].(map[string]any)["maxItems"])
 }

@@ -22,11 +22,9 @@ func (s *Server) mountTransformations(r chi.Router) {
 	read := r.With(s.scope("transformations:read"))
 	write := r.With(s.scope("transformations:write"))
 	read.Get("/transformations", s.h(s.listTransformations))
-	write.Post("/transformations", s.h(s.createTransformation))
+	routingCRUD[routing.TransformationInput, routing.Transformation, transformationJSON]{path: "/transformations", noun: "transformation", decode: s.decodeTransformation, toJSON: toTransformationJSON,
+		get: s.routing.GetTransformation, create: s.routing.CreateTransformation, update: s.routing.UpdateTransformation, remove: s.routing.DeleteTransformation}.mount(s, read, write)
 	write.Post("/transformations/test", s.h(s.testTransformationCode))
-	read.Get("/transformations/{id}", s.h(s.getTransformation))
-	write.Patch("/transformations/{id}", s.h(s.updateTransformation))
-	write.Delete("/transformations/{id}", s.h(s.deleteTransformation))
 	write.Post("/transformations/{id}/test", s.h(s.testTransformation))
 }
 
@@ -79,19 +77,6 @@ func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-func (s *Server) getTransformation(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "transformation")
-	if err != nil {
-		return err
-	}
-	t, err := s.routing.GetTransformation(r.Context(), actorOf(r), id)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toTransformationJSON(t))
-	return nil
-}
-
 // uuidField reads an optional UUID string.
 func uuidField(f bodyFields, key string) *uuid.UUID {
 	str := f.str(key, false, 100)
@@ -111,6 +96,10 @@ var transformationFields = []string{"name", "description", "triggerPoint", "brid
 // decodeTransformation reads a create (every field) or update (the
 // fields sent; null isActive or priority is missing) body; the domain
 // checks the values.
+//
+// An update changes the fields sent. description and bridgeId sent as
+// null are cleared (bridgeId null: the transformation becomes global);
+// code is checked like on create.
 func (s *Server) decodeTransformation(r *http.Request, create bool) (routing.TransformationInput, error) {
 	var body jsonBody
 	if err := decodeJSON(r, &body); err != nil {
@@ -153,51 +142,6 @@ func (s *Server) decodeTransformation(r *http.Request, create bool) (routing.Tra
 		return in, nil
 	}
 	return in, validation(v, in.Validate(create, s.sandbox.Limits().MaxCodeBytes), transformationFields...)
-}
-
-func (s *Server) createTransformation(w http.ResponseWriter, r *http.Request) error {
-	in, err := s.decodeTransformation(r, true)
-	if err != nil {
-		return err
-	}
-	t, err := s.routing.CreateTransformation(r.Context(), actorOf(r), in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusCreated, toTransformationJSON(t))
-	return nil
-}
-
-// updateTransformation changes the fields sent. description and bridgeId
-// sent as null are cleared (bridgeId null: the transformation becomes
-// global); code is checked like on create.
-func (s *Server) updateTransformation(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "transformation")
-	if err != nil {
-		return err
-	}
-	in, err := s.decodeTransformation(r, false)
-	if err != nil {
-		return err
-	}
-	t, err := s.routing.UpdateTransformation(r.Context(), actorOf(r), id, in)
-	if err != nil {
-		return err
-	}
-	writeData(w, http.StatusOK, toTransformationJSON(t))
-	return nil
-}
-
-func (s *Server) deleteTransformation(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "id", "transformation")
-	if err != nil {
-		return err
-	}
-	if err := s.routing.DeleteTransformation(r.Context(), actorOf(r), id); err != nil {
-		return err
-	}
-	writeSuccess(w)
-	return nil
 }
 
 // transformationTestResult is the answer of both test endpoints:

@@ -52,6 +52,10 @@ type Temporal struct {
 	// MetricsAddr is where the Temporal SDK metrics are served in
 	// Prometheus format (GET /metrics); empty: not served.
 	MetricsAddr string
+	// DebugAddr is where a process serves Go's profiles
+	// (GET /debug/pprof/...); empty: not served. Keep it on loopback or an
+	// operators' network: profiles show the process's memory.
+	DebugAddr string
 
 	// PayloadKey is base64 of the 32-byte AES key of the payload codec;
 	// empty: derived from FOS_ENCRYPTION_KEY. PayloadOldKeys still decode.
@@ -111,6 +115,7 @@ func loadTemporal(get func(k, def string) string, mode Mode, taskQueue string, p
 		BulkTaskQueue:    get("FOS_BULK_TASK_QUEUE", DefaultBulkTaskQueue),
 		InboundTaskQueue: get("FOS_INBOUND_TASK_QUEUE", DefaultInboundTaskQueue),
 		MetricsAddr:      get("FOS_METRICS_ADDR", ""),
+		DebugAddr:        get("FOS_DEBUG_ADDR", ""),
 		PayloadKey:       get("FOS_PAYLOAD_KEY", ""),
 		CodecAddr:        get("FOS_CODEC_ADDR", ""),
 		CodecToken:       get("FOS_CODEC_TOKEN", ""),
@@ -155,7 +160,7 @@ func loadTemporal(get func(k, def string) string, mode Mode, taskQueue string, p
 		t.StopTimeout = d
 	}
 
-	for _, a := range [][2]string{{"FOS_METRICS_ADDR", t.MetricsAddr}, {"FOS_CODEC_ADDR", t.CodecAddr}} {
+	for _, a := range [][2]string{{"FOS_METRICS_ADDR", t.MetricsAddr}, {"FOS_CODEC_ADDR", t.CodecAddr}, {"FOS_DEBUG_ADDR", t.DebugAddr}} {
 		if a[1] == "" {
 			continue
 		}

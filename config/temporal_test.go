@@ -23,6 +23,7 @@ func TestTemporalDefaults(t *testing.T) {
 	require.Equal(t, 30*time.Second, tc.StopTimeout)
 	require.Empty(t, tc.MetricsAddr, "metrics are off unless FOS_METRICS_ADDR is set")
 	require.Empty(t, tc.CodecAddr)
+	require.Empty(t, tc.DebugAddr, "profiles are off unless FOS_DEBUG_ADDR is set")
 }
 
 func TestTemporalSettings(t *testing.T) {
@@ -32,13 +33,14 @@ func TestTemporalSettings(t *testing.T) {
 		"TEMPORAL_TLS_SERVER_NAME": "temporal.test", "TEMPORAL_API_KEY": "k",
 		"FOS_BULK_TASK_QUEUE": "bulk", "FOS_WORKER_MAX_ACTIVITIES": "7", "FOS_BULK_WORKER_MAX_WORKFLOW_TASKS": "3",
 		"FOS_BULK_WORKER_ACTIVITIES_PER_SECOND": "2.5", "FOS_WORKER_STOP_TIMEOUT": "2m",
-		"FOS_METRICS_ADDR": "127.0.0.1:0", "FOS_PAYLOAD_KEY": "Zm9zIHRlc3QgcGF5bG9hZCBrZXksIG5vdCBzZWNyZXQ=",
+		"FOS_METRICS_ADDR": "127.0.0.1:0", "FOS_DEBUG_ADDR": "127.0.0.1:6060", "FOS_PAYLOAD_KEY": "Zm9zIHRlc3QgcGF5bG9hZCBrZXksIG5vdCBzZWNyZXQ=",
 		"FOS_PAYLOAD_OLD_KEYS": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=, ", "FOS_CODEC_ORIGINS": "http://127.0.0.1:8233,https://ui.example.com",
 	}))
 	require.NoError(t, err)
 	tc := c.Temporal
 	require.True(t, tc.TLSEnabled())
 	require.Equal(t, "temporal.test", tc.TLSServerName)
+	require.Equal(t, "127.0.0.1:6060", tc.DebugAddr)
 	require.Equal(t, "bulk", tc.BulkTaskQueue)
 	require.Equal(t, 7, tc.Worker.MaxConcurrentActivities)
 	require.Equal(t, 3, tc.BulkWorker.MaxConcurrentWorkflowTasks)
@@ -85,17 +87,17 @@ func TestTemporalWorkerProblems(t *testing.T) {
 	p := problems(t, map[string]string{
 		"FOS_BULK_TASK_QUEUE": "fos", "FOS_WORKER_MAX_ACTIVITIES": "0", "FOS_BULK_WORKER_MAX_WORKFLOW_TASKS": "many",
 		"FOS_WORKER_ACTIVITIES_PER_SECOND": "-1", "FOS_WORKER_STOP_TIMEOUT": "soon", "FOS_METRICS_ADDR": "9090",
-		"FOS_PAYLOAD_KEY": "short", "FOS_PAYLOAD_OLD_KEYS": "c2hvcnQ=", "FOS_CODEC_ORIGINS": "ui.example.com",
+		"FOS_PAYLOAD_KEY": "short", "FOS_PAYLOAD_OLD_KEYS": "c2hvcnQ=", "FOS_CODEC_ORIGINS": "ui.example.com", "FOS_DEBUG_ADDR": "6060",
 	})
 	for _, want := range []string{
 		"FOS_BULK_TASK_QUEUE=\"fos\": must differ from FOS_TASK_QUEUE",
 		"FOS_WORKER_MAX_ACTIVITIES=\"0\"", "FOS_BULK_WORKER_MAX_WORKFLOW_TASKS=\"many\"",
 		"FOS_WORKER_ACTIVITIES_PER_SECOND=\"-1\"", "FOS_WORKER_STOP_TIMEOUT=\"soon\"", "FOS_METRICS_ADDR=\"9090\"",
-		"FOS_PAYLOAD_KEY: must be base64", "FOS_PAYLOAD_OLD_KEYS: key 1", "FOS_CODEC_ORIGINS: \"ui.example.com\"",
+		"FOS_PAYLOAD_KEY: must be base64", "FOS_PAYLOAD_OLD_KEYS: key 1", "FOS_CODEC_ORIGINS: \"ui.example.com\"", "FOS_DEBUG_ADDR=\"6060\"",
 	} {
 		require.Contains(t, p.Error(), want)
 	}
-	require.Len(t, p, 9)
+	require.Len(t, p, 10)
 }
 
 // In production the payload key is refused when it is not random bytes

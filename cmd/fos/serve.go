@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"sync"
 	"time"
@@ -166,6 +167,13 @@ func runServe(ctx context.Context) error {
 		}
 		defer stop()
 	}
+	if cfg.Temporal.DebugAddr != "" {
+		stop, err := startSideListener(ctx, log, cfg, cfg.Temporal.DebugAddr, debugMux(), "debug")
+		if err != nil {
+			return fmt.Errorf("FOS_DEBUG_ADDR: %w", err)
+		}
+		defer stop()
+	}
 	return serveHTTP(ctx, log, cfg, api.NewRouter(apiDeps(svc, mailer)))
 }
 
@@ -217,4 +225,16 @@ func serveListener(ctx context.Context, log *slog.Logger, cfg config.Config, ln 
 	}
 	log.Info("stopped", "server", name)
 	return nil
+}
+
+// debugMux serves Go's profiles (FOS_DEBUG_ADDR): `go tool pprof
+// http://ADDR/debug/pprof/profile?seconds=20` profiles the running process.
+func debugMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -127,7 +127,7 @@ func runCommand(t *testing.T, env map[string]string, run func(context.Context) e
 	return ctx
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -244,12 +244,14 @@ func TestWorkerOverMutualTLS(t *testing.T) {
 // endpoint on its own listener: the Temporal UI's decode call needs the
 // bearer token, answers CORS for the UI's origin only, and turns a payload
 // a client encrypted back into its JSON; /readyz reports the search
-// attribute serve registered at start.
+// attribute serve registered at start; FOS_DEBUG_ADDR serves the profiles
+// (on its own listener only).
 func TestServeCodecEndpointAndReadiness(t *testing.T) {
 	storetest.New(t)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	httpAddr, codecAddr := freeAddr(t), freeAddr(t)
+	httpAddr, codecAddr, debugAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	env := map[string]string{
+		"FOS_DEBUG_ADDR":     debugAddr,
 		"DATABASE_URL":       storetest.URL(),
 		"TEMPORAL_ADDRESS":   ts.GetFrontendHostPort(),
 		"TEMPORAL_NAMESPACE": ts.GetDefaultNamespace(),
@@ -315,6 +317,16 @@ func TestServeCodecEndpointAndReadiness(t *testing.T) {
 	require.JSONEq(t, `{"pin":"482913"}`, string(decoded.GetPayloads()[0].GetData()))
 	resp, _ = decode("operator-token", "http://elsewhere.example.com")
 	require.Empty(t, resp.Header.Get("Access-Control-Allow-Origin"))
+
+	// Profiles on FOS_DEBUG_ADDR, not on the API listener.
+	prof, err := http.Get("http://" + debugAddr + "/debug/pprof/cmdline")
+	require.NoError(t, err)
+	prof.Body.Close()
+	require.Equal(t, http.StatusOK, prof.StatusCode)
+	prof, err = http.Get("http://" + httpAddr + "/debug/pprof/cmdline")
+	require.NoError(t, err)
+	prof.Body.Close()
+	require.Equal(t, http.StatusNotFound, prof.StatusCode)
 
 	// The codec is not on the API listener.
 	apiResp, err := http.Post("http://"+httpAddr+"/codec/decode", "application/json", bytes.NewReader(body))
