@@ -363,7 +363,7 @@ func TestRateComparisonProcess(t *testing.T) {
 	// Temporal unreachable (the start is sent again; then Temporal says
 	// there is no run): 503, and the comparison stays a draft.
 	expectRateComparisonStart(t, tc, owner.org, id, serviceerror.NewUnavailable("connection refused"))
-	expectRateComparisonStartWith(t, tc, owner.org, id, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, serviceerror.NewUnavailable("connection refused"), startAttempts-1)
+	expectRateComparisonStartWith(t, tc, owner.org, id, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, serviceerror.NewUnavailable("connection refused"), worker.StartAttempts-1)
 	tc.On("DescribeWorkflowExecution", mock.Anything, "rate-comparison/"+id, "").Return(nil, serviceerror.NewNotFound("no run")).Once()
 	requireError(t, e.do(owner.caller, "POST", path, nil), 503, "temporal_unavailable")
 	res = e.do(owner.caller, "GET", "/api/v1/rate-comparisons/"+id, nil)

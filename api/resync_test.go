@@ -125,7 +125,7 @@ func TestResyncOrderTemporalUnavailable(t *testing.T) {
 
 	// Unreachable: the start is sent again, then the workflow described.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
-		Return(nil, serviceerror.NewUnavailable("connection refused")).Times(startAttempts)
+		Return(nil, serviceerror.NewUnavailable("connection refused")).Times(worker.StartAttempts)
 	tc.On("DescribeWorkflowExecution", mock.Anything, "order-resync/"+orderID, "").Return(nil, serviceerror.NewUnavailable("connection refused")).Once()
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/orders/"+orderID+"/resync", nil), 503, "temporal_unavailable")
 

@@ -513,8 +513,8 @@ func TestShipmentCreateTemporalAmbiguous(t *testing.T) {
 	owner := e.signup()
 	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
 	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
-	tc.On("NewWithStartWorkflowOperation", mock.Anything, mock.Anything, mock.Anything).Return(nil).Times(startAttempts)
-	tc.On("UpdateWithStartWorkflow", mock.Anything, mock.Anything).Return(nil, serviceerror.NewUnavailable("down")).Times(startAttempts)
+	tc.On("NewWithStartWorkflowOperation", mock.Anything, mock.Anything, mock.Anything).Return(nil).Times(worker.StartAttempts)
+	tc.On("UpdateWithStartWorkflow", mock.Anything, mock.Anything).Return(nil, serviceerror.NewUnavailable("down")).Times(worker.StartAttempts)
 	res := e.do(owner.caller, "POST", "/api/v1/shipments", shpBody(orderID, acct))
 	requireError(t, res, 503, "temporal_unavailable")
 	list := e.do(owner.caller, "GET", "/api/v1/shipments", nil).list()
@@ -865,7 +865,7 @@ func TestShipmentActionRefusals(t *testing.T) {
 	// Temporal unavailable (the run may exist): the start is sent again,
 	// then the workflow described; no run: the record goes, 503.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
-		Return(nil, serviceerror.NewUnavailable("connection refused")).Times(startAttempts)
+		Return(nil, serviceerror.NewUnavailable("connection refused")).Times(worker.StartAttempts)
 	requireError(t, e.do(owner.caller, "POST", path, hold), 503, "temporal_unavailable")
 	require.Empty(t, e.do(owner.caller, "GET", path, nil).list())
 

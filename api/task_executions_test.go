@@ -161,7 +161,7 @@ func TestRunBridgeTaskStartFailureKeepsTheRow(t *testing.T) {
 	// Unavailable: the start may have reached Temporal (sent again, then
 	// described, still unknown); the row stays queued.
 	tc.On("ExecuteWorkflow", mock.Anything, mock.Anything, mock.Anything, mock.Anything).
-		Return(nil, serviceerror.NewUnavailable("down")).Times(startAttempts)
+		Return(nil, serviceerror.NewUnavailable("down")).Times(worker.StartAttempts)
 	tc.On("DescribeWorkflowExecution", mock.Anything, mock.MatchedBy(func(id string) bool { return strings.HasPrefix(id, "bridge-task/") }), "").
 		Return(nil, serviceerror.NewUnavailable("down")).Once()
 	requireError(t, e.do(owner.caller, "POST", "/api/v1/bridges/"+b+"/tasks/grab-orders/run", nil), 503, "temporal_unavailable")

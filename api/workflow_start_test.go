@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
 	"testing"
 
 	"github.com/stretchr/testify/mock"
@@ -29,7 +30,7 @@ func TestStartMayHaveRun(t *testing.T) {
 		context.Canceled,
 		errors.New("transport: connection reset"),
 	} {
-		require.True(t, startMayHaveRun(err), "%T: the run may exist", err)
+		require.True(t, worker.StartMayHaveRun(err), "%T: the run may exist", err)
 	}
 	for _, err := range []error{
 		nil,
@@ -42,7 +43,7 @@ func TestStartMayHaveRun(t *testing.T) {
 		serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", ""),
 		temporal.NewApplicationError("the carrier refused", "RegistrationRefused"),
 	} {
-		require.False(t, startMayHaveRun(err), "%v: a refusal or an answer", err)
+		require.False(t, worker.StartMayHaveRun(err), "%v: a refusal or an answer", err)
 	}
 }
 
@@ -77,7 +78,7 @@ func TestRateComparisonProcessAmbiguousStart(t *testing.T) {
 	// the comparison stays processing.
 	id2 := rcCreate(t, e, owner.caller, acctB, rcItems(2, "B"))["id"].(string)
 	expectRateComparisonStart(t, tc, owner.org, id2, serviceerror.NewUnavailable("upstream connect error"))
-	expectRateComparisonStartWith(t, tc, owner.org, id2, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, context.DeadlineExceeded, startAttempts-1)
+	expectRateComparisonStartWith(t, tc, owner.org, id2, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, context.DeadlineExceeded, worker.StartAttempts-1)
 	tc.On("DescribeWorkflowExecution", mock.Anything, "rate-comparison/"+id2, "").Return(nil, serviceerror.NewUnavailable("down")).Once()
 	res = e.do(owner.caller, "POST", "/api/v1/rate-comparisons/"+id2+"/process", nil)
 	require.Equal(t, 202, res.Code, "%s", res.Raw)
@@ -87,7 +88,7 @@ func TestRateComparisonProcessAmbiguousStart(t *testing.T) {
 	// Never answered, but the describe finds the run: 202.
 	id3 := rcCreate(t, e, owner.caller, acctB, rcItems(2, "C"))["id"].(string)
 	expectRateComparisonStart(t, tc, owner.org, id3, serviceerror.NewDeadlineExceeded("deadline"))
-	expectRateComparisonStartWith(t, tc, owner.org, id3, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, serviceerror.NewDeadlineExceeded("deadline"), startAttempts-1)
+	expectRateComparisonStartWith(t, tc, owner.org, id3, enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING, serviceerror.NewDeadlineExceeded("deadline"), worker.StartAttempts-1)
 	tc.On("DescribeWorkflowExecution", mock.Anything, "rate-comparison/"+id3, "").Return(describeRunning("rate-comparison/"+id3), nil).Once()
 	tc.On("GetWorkflow", mock.Anything, "rate-comparison/"+id3, "run-1").Return(mocks.NewWorkflowRun(t)).Once()
 	res = e.do(owner.caller, "POST", "/api/v1/rate-comparisons/"+id3+"/process", nil)
