@@ -157,13 +157,35 @@ func (s *Service) generate(ctx context.Context, env detectEnv, types []string, s
 	return out, nil
 }
 
+// detectorStartOrder is the order detect starts the detectors in: the
+// longest first (on 100,000 orders stuck_orders takes about 250 ms,
+// late_shipments 70 ms, the outliers 40 ms, the rest under 25 ms), so the
+// short ones run beside the long one instead of after it.
+var detectorStartOrder = func() []int {
+	first := []string{"stuck_orders", "late_shipments", "cost_anomaly", "weight_anomaly", "cheaper_quotes"}
+	order := make([]int, 0, len(detectors))
+	for _, name := range first {
+		if i := slices.IndexFunc(detectors, func(d detector) bool { return d.name == name }); i >= 0 {
+			order = append(order, i)
+		}
+	}
+	for i := range detectors {
+		if !slices.Contains(order, i) {
+			order = append(order, i)
+		}
+	}
+	return order
+}()
+
 // detect runs the detectors of the categories (none: all), a few at a
-// time, and answers their findings in the detectors' order.
+// time (the longest first, detectorStartOrder), and answers their findings
+// in the detectors' order.
 func (s *Service) detect(ctx context.Context, env detectEnv, categories []string) ([]Draft, error) {
 	results := make([][]Draft, len(detectors))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(s.parallel)
-	for i, d := range detectors {
+	for _, i := range detectorStartOrder {
+		d := detectors[i]
 		if len(categories) > 0 && !slices.Contains(categories, d.category) {
 			continue
 		}
