@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
 	"testing"
@@ -16,36 +15,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
-	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
-
-func TestStartMayHaveRun(t *testing.T) {
-	for _, err := range []error{
-		serviceerror.NewDeadlineExceeded("deadline"),
-		serviceerror.NewUnavailable("unavailable"),
-		serviceerror.NewInternal("internal"),
-		serviceerror.NewCanceled("canceled"),
-		context.DeadlineExceeded,
-		context.Canceled,
-		errors.New("transport: connection reset"),
-	} {
-		require.True(t, worker.StartMayHaveRun(err), "%T: the run may exist", err)
-	}
-	for _, err := range []error{
-		nil,
-		serviceerror.NewInvalidArgument("search attribute OrganizationId is not defined"),
-		serviceerror.NewNotFound("namespace"),
-		serviceerror.NewNamespaceNotFound("default"),
-		serviceerror.NewPermissionDenied("no", ""),
-		serviceerror.NewFailedPrecondition("no"),
-		serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_RPS_LIMIT, "slow down"),
-		serviceerror.NewWorkflowExecutionAlreadyStarted("started", "", ""),
-		temporal.NewApplicationError("the carrier refused", "RegistrationRefused"),
-	} {
-		require.False(t, worker.StartMayHaveRun(err), "%v: a refusal or an answer", err)
-	}
-}
 
 // describeRunning answers a describe with an open run.
 func describeRunning(id string) *workflowservice.DescribeWorkflowExecutionResponse {
