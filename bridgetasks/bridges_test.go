@@ -9,7 +9,6 @@ import (
 	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/platforms"
-	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
@@ -21,18 +20,14 @@ import (
 func TestBridgesAsAgent(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "br" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "B"})
-	require.NoError(t, err)
-	o, err := store.CreateOrganization(ctx, s, "Bridges "+u.Email, u.ID)
-	require.NoError(t, err)
-	box, err := secrets.NewBox(secrets.NewKey())
-	require.NoError(t, err)
+	o := newOrganization(t, s, "Bridges")
+	box := newBox(t)
 	svc := bridgetasks.New(bridgetasks.Deps{Store: s, Secrets: box})
 	agent := domain.Actor{Kind: domain.ActorAgent, ID: uuid.New(), OrganizationID: o.ID, Scoped: true,
 		Scopes: []string{bridgetasks.ScopeRead, bridgetasks.ScopeWrite}}
 	str := func(s string) *string { return &s }
 
-	_, err = svc.CreateBridge(ctx, agent, bridgetasks.BridgeInput{Type: str("no_such_type"), Name: str(" "), Config: map[string]any{}})
+	_, err := svc.CreateBridge(ctx, agent, bridgetasks.BridgeInput{Type: str("no_such_type"), Name: str(" "), Config: map[string]any{}})
 	var de *domain.Error
 	require.ErrorAs(t, err, &de)
 	require.Equal(t, []domain.FieldError{{Field: "type", Message: "must be one of " + joinTypes()}, {Field: "name", Message: "is required"}}, de.Fields)

@@ -13,11 +13,31 @@ import (
 	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/platforms"
+	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
 
 func TestMain(m *testing.M) { os.Exit(storetest.Run(m)) }
+
+// newOrganization makes an organization (and its owner) named after the
+// test's subject.
+func newOrganization(t *testing.T, s *store.Store, name string) store.Organization {
+	t.Helper()
+	u, err := store.CreateUser(t.Context(), s.Pool, store.User{ID: uuid.New(), Email: "u" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "U"})
+	require.NoError(t, err)
+	o, err := store.CreateOrganization(t.Context(), s, name+" "+u.Email, u.ID)
+	require.NoError(t, err)
+	return o
+}
+
+// newBox is a secrets box with a fresh key.
+func newBox(t *testing.T) *secrets.Box {
+	t.Helper()
+	box, err := secrets.NewBox(secrets.NewKey())
+	require.NoError(t, err)
+	return box
+}
 
 // runs answers each start with err.
 type runs struct {
@@ -41,10 +61,7 @@ func (r *runs) Start(_ context.Context, in bridgetasks.Run) (func(context.Contex
 func TestRunTaskAsOperation(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "b" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "B"})
-	require.NoError(t, err)
-	o, err := store.CreateOrganization(ctx, s, "Tasks "+u.Email, u.ID)
-	require.NoError(t, err)
+	o := newOrganization(t, s, "Tasks")
 	typ := platforms.Types()[0].Slug
 	b, err := store.CreateBridge(ctx, s.Pool, store.Bridge{ID: uuid.New(), OrganizationID: o.ID, Type: typ, Name: "Shop"})
 	require.NoError(t, err)

@@ -10,8 +10,6 @@ import (
 	"github.com/fos-dev/fos/bridgetasks"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/platforms"
-	"github.com/fos-dev/fos/secrets"
-	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
 
@@ -21,12 +19,8 @@ import (
 func TestInboundWebhookAsSystem(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "in" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "I"})
-	require.NoError(t, err)
-	o, err := store.CreateOrganization(ctx, s, "Inbound "+u.Email, u.ID)
-	require.NoError(t, err)
-	box, err := secrets.NewBox(secrets.NewKey())
-	require.NoError(t, err)
+	o := newOrganization(t, s, "Inbound")
+	box := newBox(t)
 	svc := bridgetasks.New(bridgetasks.Deps{Store: s, Secrets: box})
 	sys := domain.System(o.ID)
 	str := func(s string) *string { return &s }

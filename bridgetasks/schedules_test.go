@@ -49,10 +49,7 @@ func (f *schedules) DeleteSchedule(_ context.Context, id uuid.UUID) error {
 func TestSchedulesAsOperation(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "s" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "S"})
-	require.NoError(t, err)
-	o, err := store.CreateOrganization(ctx, s, "Schedules "+u.Email, u.ID)
-	require.NoError(t, err)
+	o := newOrganization(t, s, "Schedules")
 	b, err := store.CreateBridge(ctx, s.Pool, store.Bridge{ID: uuid.New(), OrganizationID: o.ID, Type: "storefront_a", Name: "Shop"})
 	require.NoError(t, err)
 	sched := &schedules{synced: map[uuid.UUID]bridgetasks.Schedule{}}
