@@ -41,17 +41,10 @@ func (s *Server) listOperationItems(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) addOperationItems(w http.ResponseWriter, r *http.Request) error {
-	id, err := operationID(r)
-	if err != nil {
-		return err
-	}
 	var b struct {
 		OrderIDs []string `json:"orderIds"`
 	}
-	if err := decodeJSON(r, &b); err != nil {
-		return err
-	}
-	ids, err := idList("orderIds", b.OrderIDs, operations.MaxIDs)
+	id, ids, err := operationIDList(r, &b, "orderIds", &b.OrderIDs)
 	if err != nil {
 		return err
 	}
@@ -137,17 +130,10 @@ func (s *Server) deleteOperationItem(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) bulkRemoveOperationItems(w http.ResponseWriter, r *http.Request) error {
-	id, err := operationID(r)
-	if err != nil {
-		return err
-	}
 	var b struct {
 		ItemIDs []string `json:"itemIds"`
 	}
-	if err := decodeJSON(r, &b); err != nil {
-		return err
-	}
-	ids, err := idList("itemIds", b.ItemIDs, operations.MaxIDs)
+	id, ids, err := operationIDList(r, &b, "itemIds", &b.ItemIDs)
 	if err != nil {
 		return err
 	}
@@ -160,18 +146,11 @@ func (s *Server) bulkRemoveOperationItems(w http.ResponseWriter, r *http.Request
 }
 
 func (s *Server) applyOperationAction(w http.ResponseWriter, r *http.Request) error {
-	id, err := operationID(r)
-	if err != nil {
-		return err
-	}
 	var b struct {
 		ItemIDs []string           `json:"itemIds"`
 		Action  *operations.Action `json:"action"`
 	}
-	if err := decodeJSON(r, &b); err != nil {
-		return err
-	}
-	ids, err := idList("itemIds", b.ItemIDs, operations.MaxIDs)
+	id, ids, err := operationIDList(r, &b, "itemIds", &b.ItemIDs)
 	if err != nil {
 		return err
 	}
@@ -197,4 +176,21 @@ func (s *Server) operationHistory(w http.ResponseWriter, r *http.Request) error 
 	}
 	writeData(w, http.StatusOK, mapSlice(list, toHistoryJSON))
 	return nil
+}
+
+// operationIDList reads the path's operation id and the body into b, whose
+// list (the body's field) holds 1 to operations.MaxIDs ids.
+func operationIDList(r *http.Request, b any, field string, list *[]string) (uuid.UUID, []uuid.UUID, error) {
+	id, err := operationID(r)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	if err := decodeJSON(r, b); err != nil {
+		return uuid.Nil, nil, err
+	}
+	ids, err := idList(field, *list, operations.MaxIDs)
+	if err != nil {
+		return uuid.Nil, nil, err
+	}
+	return id, ids, nil
 }
