@@ -292,3 +292,18 @@ func WorkflowsUnavailable(cause error) *Error {
 // reconciler settles a row whose run does not exist). Adapters wrap it
 // into the Unavailable error they return.
 var ErrRunMayExist = errors.New("the workflow run may exist: its start's outcome is unknown")
+
+// The storage layer's refusals. store.ErrNotFound, store.ErrConflict and
+// store.ErrInvalidInput are these values, so a layer above the store (the
+// API's one error switch) recognises what a service passed through
+// without importing the store. A service maps them to an *Error with a
+// message naming its resource where it can; these are the fallback.
+var (
+	// ErrNoRecord: no row matched (including a row of another organization).
+	ErrNoRecord = errors.New("not found")
+	// ErrRecordConflict: a unique constraint refused the write.
+	ErrRecordConflict = errors.New("conflict")
+	// ErrRecordInvalid: PostgreSQL refused a value (e.g. a character it
+	// cannot store); the request was bad, not the server.
+	ErrRecordInvalid = errors.New("invalid input")
+)

@@ -15,18 +15,21 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/migrations"
 )
 
-// Domain errors. The API maps them to statuses in one place.
+// Domain errors: the values of domain.ErrNoRecord, ErrRecordConflict and
+// ErrRecordInvalid, so the API maps them to statuses in one place without
+// importing the store.
 var (
 	// ErrNotFound means no row matched (including a row of another organization).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = domain.ErrNoRecord
 	// ErrConflict means a unique constraint refused the write.
-	ErrConflict = errors.New("conflict")
+	ErrConflict = domain.ErrRecordConflict
 	// ErrInvalidInput means PostgreSQL refused a value (e.g. a character it
 	// cannot store); the request was bad, not the server.
-	ErrInvalidInput = errors.New("invalid input")
+	ErrInvalidInput = domain.ErrRecordInvalid
 )
 
 // DBTX is satisfied by a pool and by a transaction, so one query function
