@@ -8,8 +8,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/fos-dev/fos/accounts"
 	"github.com/fos-dev/fos/auth"
-	"github.com/fos-dev/fos/store"
 )
 
 // mountAPIKeys registers the API key endpoints (Admin or Owner users only;
@@ -35,7 +35,7 @@ type apiKeyJSON struct {
 }
 
 func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := store.ListAPIKeys(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID)
+	keys, err := s.accounts.APIKeys(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -85,17 +85,12 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err := v.err(); err != nil {
 		return err
 	}
-	p := mustPrincipal(r)
-	key, prefix, hash := auth.NewAPIKey()
-	k, err := store.CreateAPIKey(r.Context(), s.store.Pool, store.APIKey{
-		ID: uuid.New(), OrganizationID: p.OrganizationID, Name: strings.TrimSpace(*req.Name),
-		KeyHash: hash, KeyPrefix: prefix, Scopes: scopes, CreatedBy: &p.UserID, ExpiresAt: req.ExpiresAt,
-	})
+	k, err := s.accounts.CreateAPIKey(r.Context(), actorOf(r), accounts.NewAPIKey{Name: *req.Name, Scopes: scopes, ExpiresAt: req.ExpiresAt})
 	if err != nil {
 		return err
 	}
 	writeData(w, http.StatusCreated, map[string]any{
-		"id": k.ID, "name": k.Name, "key": key, "scopes": k.Scopes, "expires_at": k.ExpiresAt, "created_at": k.CreatedAt,
+		"id": k.ID, "name": k.Name, "key": k.Secret, "scopes": k.Scopes, "expires_at": k.ExpiresAt, "created_at": k.CreatedAt,
 	})
 	return nil
 }
@@ -105,10 +100,7 @@ func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := store.RevokeAPIKey(r.Context(), s.store.Pool, mustPrincipal(r).OrganizationID, id); err != nil {
-		if err == store.ErrNotFound {
-			return errNotFound("API key")
-		}
+	if err := s.accounts.RevokeAPIKey(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

@@ -2,17 +2,13 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/auth"
 	"github.com/fos-dev/fos/domain"
-	"github.com/fos-dev/fos/store"
 )
 
 func principalFrom(ctx context.Context) *auth.Principal {
@@ -44,9 +40,9 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 			s.respondError(w, r, errForbidden("this endpoint needs a user access token, not an API key"))
 			return
 		}
-		userID, err := s.tokens.Verify(tok)
+		userID, err := s.accounts.VerifyToken(tok)
 		if err != nil {
-			s.respondError(w, r, errUnauthorized(err.Error()))
+			s.respondError(w, r, err)
 			return
 		}
 		p := &auth.Principal{Kind: auth.KindUser, UserID: userID}
@@ -78,23 +74,15 @@ func (s *Server) authenticateOrg(r *http.Request) (*auth.Principal, error) {
 	}
 	ctx := r.Context()
 	if auth.IsAPIKey(tok) {
-		k, err := apiKeyCacheFor(s.store.Pool).lookup(ctx, auth.HashAPIKey(tok))
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, errUnauthorized("invalid, revoked or expired API key")
-		}
+		k, err := s.accounts.AuthenticateAPIKey(ctx, tok)
 		if err != nil {
 			return nil, err
 		}
-		now := time.Now()
-		if k.RevokedAt != nil || (k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)) {
-			return nil, errUnauthorized("invalid, revoked or expired API key")
-		}
-		s.keyUse.touch(s, k.ID, now)
 		return &auth.Principal{Kind: auth.KindAPIKey, APIKeyID: k.ID, OrganizationID: k.OrganizationID, Scopes: k.Scopes, Name: k.Name}, nil
 	}
-	userID, err := s.tokens.Verify(tok)
+	userID, err := s.accounts.VerifyToken(tok)
 	if err != nil {
-		return nil, errUnauthorized(err.Error())
+		return nil, err
 	}
 	orgHeader := strings.TrimSpace(r.Header.Get("X-Organization-Id"))
 	if orgHeader == "" {
@@ -104,10 +92,7 @@ func (s *Server) authenticateOrg(r *http.Request) (*auth.Principal, error) {
 	if err != nil {
 		return nil, errForbidden("you are not a member of that organization")
 	}
-	m, err := store.MembershipOf(ctx, s.store.Pool, orgID, userID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errForbidden("you are not a member of that organization")
-	}
+	m, err := s.accounts.MembershipOf(ctx, orgID, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -157,33 +142,6 @@ func (s *Server) userOnly(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// keyUseRecorder writes last_used_at at most once a minute per key, off the
-// request path, so authentication stays one read.
-type keyUseRecorder struct {
-	mu   sync.Mutex
-	last map[uuid.UUID]time.Time
-}
-
-func (k *keyUseRecorder) touch(s *Server, id uuid.UUID, now time.Time) {
-	k.mu.Lock()
-	if k.last == nil {
-		k.last = map[uuid.UUID]time.Time{}
-	}
-	if now.Sub(k.last[id]) < time.Minute {
-		k.mu.Unlock()
-		return
-	}
-	k.last[id] = now
-	k.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := store.TouchAPIKey(ctx, s.store.Pool, id, now); err != nil {
-			s.log.Warn("record API key use", "api_key_id", id, "error", err)
-		}
-	}()
 }
 
 // actorOf is the domain actor of a request behind requireOrg: who calls the

@@ -15,6 +15,7 @@ import (
 	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/embed"
+	"github.com/fos-dev/fos/wiring"
 )
 
 // The embed endpoints (spec Part 3, CONTRACT 12): HTTP over embed.Service.
@@ -284,17 +285,5 @@ func randomNonce() string {
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// EmbedDeps configure the embed endpoints.
-type EmbedDeps struct {
-	// StorefrontA is the storefront_a OAuth app (FOS_STOREFRONT_A_CLIENT_ID,
-	// _CLIENT_SECRET; FOS_STOREFRONT_A_URL).
-	StorefrontA embed.StorefrontAApp
-	// TaskQueue is the webhook task queue the OAuth exchange and the
-	// delivery retries run on (worker.WebhookTaskQueue of the main queue).
-	TaskQueue string
-	// OAuth and Retries replace the Temporal adapters (tests).
-	OAuth   embed.OAuthRuns
-	Retries embed.RedeliveryRuns
-	// Demo serves /dev/embed-demo (fos dev).
-	Demo bool
-}
+// EmbedDeps configure the embed endpoints (wiring.EmbedDeps).
+type EmbedDeps = wiring.EmbedDeps

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/fos-dev/fos/domain"
-	"github.com/fos-dev/fos/store"
 )
 
 // Error is an API error: a status, a machine code, a message for people and
@@ -53,15 +52,6 @@ func errNotFound(what string) *Error {
 	return &Error{Status: 404, Code: "not_found", Message: what + " not found"}
 }
 
-// notFoundAs names the missing resource: store.ErrNotFound becomes a 404
-// for what; any other error passes through.
-func notFoundAs(err error, what string) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return errNotFound(what)
-	}
-	return err
-}
-
 func errConflict(msg string) *Error { return &Error{Status: 409, Code: "conflict", Message: msg} }
 func errGone(msg string) *Error     { return &Error{Status: 410, Code: "gone", Message: msg} }
 
@@ -70,8 +60,8 @@ func errRateLimited(msg string, wait time.Duration) *Error {
 	return &Error{Status: http.StatusTooManyRequests, Code: "rate_limited", Message: msg, RetryAfter: wait}
 }
 
-// respondError writes err in the contract's shape. Store sentinels are mapped
-// here, in one place; anything unexpected is a 500 that is logged with the
+// respondError writes err in the contract's shape. Domain errors and the
+// store's sentinels (domain.ErrNoRecord, …) are mapped here, in one place; anything unexpected is a 500 that is logged with the
 // request id and never shown to the client.
 func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
@@ -80,11 +70,11 @@ func (s *Server) respondError(w http.ResponseWriter, r *http.Request, err error)
 	case errors.As(err, &apiErr):
 	case errors.As(err, &domErr):
 		apiErr = fromDomain(domErr)
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, domain.ErrNoRecord):
 		apiErr = errNotFound("resource")
-	case errors.Is(err, store.ErrInvalidInput):
+	case errors.Is(err, domain.ErrRecordInvalid):
 		apiErr = errValidation(FieldError{Field: "body", Message: "contains a value the service cannot store"})
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, domain.ErrRecordConflict):
 		apiErr = errConflict("the resource conflicts with an existing one")
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
-	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/accounts"
 )
 
 // captureWriter keeps a copy of the response so it can be stored.
@@ -46,9 +44,9 @@ func (c *captureWriter) Write(b []byte) (int, error) {
 // renews it and a repeat succeeds once the lease has run out.
 //
 // Keys are scoped to the caller (the user or the API key) as well as the
-// organization: a stored response is only ever replayed to whoever received
-// it first, so a replay can never get past the scope and role checks that
-// run after this middleware.
+// organization (accounts.Service.ClaimIdempotencyKey): a stored response is
+// only ever replayed to whoever received it first, so a replay can never
+// get past the scope and role checks that run after this middleware.
 func (s *Server) idempotency(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get("Idempotency-Key")
@@ -60,8 +58,7 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 			s.respondError(w, r, errValidation(FieldError{Field: "Idempotency-Key", Message: "must be 1-255 printable ASCII characters"}))
 			return
 		}
-		p := mustPrincipal(r)
-		key = p.Kind + ":" + p.ActorID().String() + ":" + key
+		actor := actorOf(r)
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
 			s.respondError(w, r, decodeBody(&http.Request{Body: io.NopCloser(errReader{err})}, nil, false))
@@ -73,14 +70,8 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 		h.Write(body)
 
 		ctx := r.Context()
-		claim, stored, err := store.ClaimIdempotencyKey(ctx, s.store.Pool, p.OrganizationID, key, h.Sum(nil), s.idempotencyLease)
+		claim, stored, err := s.accounts.ClaimIdempotencyKey(ctx, actor, key, h.Sum(nil))
 		switch {
-		case errors.Is(err, store.ErrIdempotencyMismatch):
-			s.respondError(w, r, errConflict("Idempotency-Key was already used with a different request"))
-			return
-		case errors.Is(err, store.ErrIdempotencyInFlight):
-			s.respondError(w, r, errConflict("a request with this Idempotency-Key is still in progress"))
-			return
 		case err != nil:
 			s.respondError(w, r, err)
 			return
@@ -96,17 +87,17 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 
 		cw := &captureWriter{ResponseWriter: w}
 		completed := false
-		stopRenewing := s.keepIdempotencyClaim(ctx, *claim)
+		stopRenewing := s.accounts.KeepClaim(ctx, *claim)
 		defer func() {
 			stopRenewing()
 			// Record the outcome even if the client has gone away.
 			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			if !completed || cw.status >= 500 || cw.status == 0 || cw.status == http.StatusTooManyRequests {
-				_ = store.ReleaseIdempotencyKey(bg, s.store.Pool, *claim)
+				_ = s.accounts.ReleaseIdempotencyKey(bg, *claim)
 				return
 			}
-			if err := store.CompleteIdempotencyKey(bg, s.store.Pool, *claim, store.IdempotentResponse{
+			if err := s.accounts.CompleteIdempotencyKey(bg, *claim, accounts.IdempotentResponse{
 				StatusCode: cw.status, ContentType: cw.Header().Get("Content-Type"), Body: cw.buf.Bytes(),
 			}); err != nil {
 				s.log.Warn("store idempotent response", "request_id", requestIDFrom(ctx), "error", err)
@@ -115,48 +106,6 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 		next.ServeHTTP(cw, r)
 		completed = true
 	})
-}
-
-// keepIdempotencyClaim renews claim's lease every third of the lease until
-// the returned stop is called, so a live request keeps its key however long
-// its handler runs. It costs a timer, not a goroutine, per request; a
-// request shorter than a third of the lease never writes a renewal.
-func (s *Server) keepIdempotencyClaim(ctx context.Context, claim store.IdempotencyClaim) (stop func()) {
-	lease := s.idempotencyLease
-	if lease <= 0 {
-		lease = store.DefaultIdempotencyLease
-	}
-	every := lease / 3
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	renew := func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), every)
-		held, err := store.RenewIdempotencyKey(rctx, s.store.Pool, claim, lease)
-		cancel()
-		switch {
-		case err != nil:
-			s.log.Warn("renew Idempotency-Key lease", "request_id", requestIDFrom(ctx), "error", err)
-		case !held:
-			return // completed meanwhile, or taken over: nothing to keep
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			t.Reset(every)
-		}
-	}
-	mu.Lock()
-	t = time.AfterFunc(every, renew)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
-	}
 }
 
 type errReader struct{ err error }

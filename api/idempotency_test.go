@@ -3,12 +3,9 @@ package api
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-
-	"github.com/fos-dev/fos/store"
 )
 
 // A request whose process died while it held an Idempotency-Key leaves an
@@ -45,30 +42,6 @@ func TestIdempotencyKeyDiedInFlightSucceedsAfterLease(t *testing.T) {
 	replay := e.do(owner.caller, "POST", "/api/v1/locations", body, "Idempotency-Key", "died")
 	require.Equal(t, "true", replay.Header.Get("Idempotent-Replayed"))
 	require.Equal(t, again.Raw, replay.Raw)
-}
-
-// A live request renews its claim, so a handler running longer than the
-// lease keeps its key; once it stops renewing, the lease runs out.
-func TestIdempotencyClaimRenewedWhileHandlerRuns(t *testing.T) {
-	e := newEnv(t)
-	owner := e.signup()
-	const lease = 300 * time.Millisecond
-	s := &Server{store: e.deps.Store, log: e.deps.Logger, idempotencyLease: lease}
-	ctx := context.Background()
-	org := uuid.MustParse(owner.org)
-
-	claim, _, err := store.ClaimIdempotencyKey(ctx, s.store.Pool, org, "slow", []byte("h"), lease)
-	require.NoError(t, err)
-	stop := s.keepIdempotencyClaim(ctx, *claim)
-	time.Sleep(4 * lease)
-	_, _, err = store.ClaimIdempotencyKey(ctx, s.store.Pool, org, "slow", []byte("h"), lease)
-	require.ErrorIs(t, err, store.ErrIdempotencyInFlight, "renewed past its first lease")
-
-	stop()
-	time.Sleep(2 * lease)
-	next, _, err := store.ClaimIdempotencyKey(ctx, s.store.Pool, org, "slow", []byte("h"), lease)
-	require.NoError(t, err, "not renewed any more: the lease ran out")
-	require.NotNil(t, next)
 }
 
 // BenchmarkIdempotentPost measures what an Idempotency-Key adds to a POST

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/fos-dev/fos/accounts"
 	"github.com/fos-dev/fos/email"
 	"github.com/fos-dev/fos/store"
 )
@@ -118,7 +119,7 @@ func TestInvitationFullFlow(t *testing.T) {
 	// The token is not stored: only its hash is.
 	var stored []byte
 	require.NoError(t, e.deps.Store.Pool.QueryRow(context.Background(), `SELECT token_hash FROM invitations WHERE id = $1`, created["id"]).Scan(&stored))
-	require.Equal(t, hashInvitationToken(token), stored)
+	require.Equal(t, accounts.InvitationTokenHash(token), stored)
 
 	// Before accepting, the invitee cannot act in the organization.
 	requireError(t, e.do(caller{token: invitee.token, org: owner.org}, "GET", "/api/v1/organizations", nil), 403, "forbidden")

@@ -1,6 +1,6 @@
 // Package api is the HTTP layer: router, middleware and handlers. Handlers
-// stay thin: decode, validate, call the store or start/signal a workflow,
-// encode.
+// stay thin: decode, validate, call a domain service, encode (README,
+// "Layers"); the services are built by package wiring.
 package api
 
 import (
@@ -14,128 +14,29 @@ import (
 	"github.com/go-chi/chi/v5"
 	"go.temporal.io/sdk/client"
 
-	"github.com/fos-dev/fos/agent"
-	"github.com/fos-dev/fos/agent/llm"
-	"github.com/fos-dev/fos/auth"
-	"github.com/fos-dev/fos/carriers"
-	"github.com/fos-dev/fos/config"
 	"github.com/fos-dev/fos/email"
-	"github.com/fos-dev/fos/insights"
-	"github.com/fos-dev/fos/platforms"
-	"github.com/fos-dev/fos/rating"
-	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/sandbox"
-	"github.com/fos-dev/fos/secrets"
-	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/telemetry"
+	"github.com/fos-dev/fos/wiring"
 	"github.com/fos-dev/fos/worker"
 )
 
-// Deps is what the API needs.
-type Deps struct {
-	Store     *store.Store
-	Logger    *slog.Logger
-	Tokens    auth.Tokens
-	Passwords auth.Passwords
-	Secrets   *secrets.Box
-	// Carriers maps carrier codes to carrier adapters.
-	Carriers *carriers.Registry
-	// RateTimeout is each carrier's deadline in a rate fan-out (default
-	// rating.DefaultTimeout).
-	RateTimeout time.Duration
-	// Temporal starts and signals workflows; TaskQueue is where they run.
-	Temporal  client.Client
-	TaskQueue string
-	// BulkTaskQueue is where bulk work (rate comparisons; later syncs and
-	// operations) runs, so interactive work never waits behind it
-	// (default: TaskQueue).
-	BulkTaskQueue string
-	// TemporalNamespace, when set, makes /readyz check that the namespace
-	// has the search attributes every workflow start needs.
-	TemporalNamespace string
-	// Codec, when set (fos dev), serves the Temporal UI's remote payload
-	// codec at /codec/encode and /codec/decode.
-	Codec  http.Handler
-	Mailer email.Sender
-	// Mailbox, when set (fos dev), is served at GET /dev/mailbox.
-	Mailbox *email.Mailbox
-	// BaseURL is the public base URL (links in e-mails, webhook URLs).
-	BaseURL string
-	// OrderHooks runs after an order is created (split rules, dispatchers);
-	// nil means rules.Hooks over Store.
-	OrderHooks rules.OrderHooks
-	// AllowPrivateURLs accepts tenant-supplied URLs (a storeUrl) that
-	// point at loopback, private, link-local or metadata addresses
-	// (FOS_ALLOW_PRIVATE_URLS; fos dev only by default).
-	AllowPrivateURLs bool
-	// Limits are the abuse limits; unset fields take their defaults.
-	Limits config.Limits
-	// IdempotencyLease is how long an in-flight Idempotency-Key claim holds
-	// its key unrenewed (0: store.DefaultIdempotencyLease).
-	IdempotencyLease time.Duration
-	// Sandbox runs transformation code (nil: sandbox defaults).
-	Sandbox *sandbox.Sandbox
-	// Platforms are the bridge types' connectors (the worker's); a bridge
-	// config is checked against its connector's rules (nil: not checked).
-	Platforms *platforms.Registry
-	// OperationTune, when set, adjusts each operation execution's input
-	// (tests and benchmarks: batch size, heartbeat).
-	OperationTune worker.OperationTune
-	// Embed configures the embed endpoints (api/embed.go).
-	Embed EmbedDeps
-	// Tracing traces every request (a span named by its route pattern,
-	// the trace id in the access log line); nil or off: none.
-	Tracing *telemetry.Tracing
-	// HTTPMetrics measures every request by route pattern and status
-	// (nil: not measured).
-	HTTPMetrics *telemetry.HTTPMetrics
-	// InsightsOperations is where the insights read operations (nil: the
-	// operations tables, insights.StoreOperations).
-	InsightsOperations insights.OperationSource
-	// LLM is the agent's model (nil: none) and Agent its settings.
-	LLM   llm.Provider
-	Agent agent.Config
-	// NoRequestValidation turns off the validation of request bodies by
-	// api/openapi.yaml (benchmarks compare with and without it).
-	NoRequestValidation bool
-}
+// Deps is what the API is built from (wiring.Deps): the router asks
+// wiring.New for the domain services and never touches the store itself.
+type Deps = wiring.Deps
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	store     *store.Store
 	log       *slog.Logger
 	accessLog *slog.Logger
-	tokens    auth.Tokens
-	passwords auth.Passwords
-	secrets   *secrets.Box
-	carriers  *carriers.Registry
-	// rateTimeout is each carrier's deadline in a rate fan-out.
-	rateTimeout time.Duration
-	temporal    client.Client
-	taskQueue   string
-	// orgNames name the organization in the runs' memos and summaries.
-	orgNames *worker.OrganizationNames
-	// bulkTaskQueue is never empty (TaskQueue when not configured).
-	bulkTaskQueue string
-	namespace     string
+	// temporal answers /readyz (nil: not configured).
+	temporal  client.Client
+	namespace string
 	// searchAttrsOK is set once /readyz found the search attributes.
 	searchAttrsOK atomic.Bool
-	mailer        email.Sender
 	mailbox       *email.Mailbox
-	baseURL       string
-	keyUse        keyUseRecorder
-	// orderHooks is never nil.
-	orderHooks rules.OrderHooks
-	// events hears orders and shipments created or changed (the agent's
-	// standing orders); nil without Temporal.
-	events rules.Events
-	// allowPrivateURLs: see Deps.AllowPrivateURLs.
-	allowPrivateURLs bool
-	limits           *limiters
-	// idempotencyLease: see Deps.IdempotencyLease.
-	idempotencyLease time.Duration
-	sandbox          *sandbox.Sandbox
-	platforms        *platforms.Registry
+	limits        *limiters
+	sandbox       *sandbox.Sandbox
 	// domains are the domain services (domains.go).
 	domains
 	embedLimits embedLimits
@@ -146,33 +47,14 @@ type Server struct {
 // NewRouter builds the whole HTTP handler.
 func NewRouter(d Deps) http.Handler {
 	s := &Server{
-		store: d.Store, log: d.Logger, accessLog: d.Logger.With("component", "http"),
-		tokens: d.Tokens, passwords: d.Passwords, secrets: d.Secrets,
-		carriers: d.Carriers, temporal: d.Temporal, taskQueue: d.TaskQueue,
-		mailer: d.Mailer, mailbox: d.Mailbox, baseURL: d.BaseURL,
-		orderHooks: d.OrderHooks, allowPrivateURLs: d.AllowPrivateURLs, limits: newLimiters(d.Limits), idempotencyLease: d.IdempotencyLease,
+		log: d.Logger, accessLog: d.Logger.With("component", "http"),
+		temporal: d.Temporal, namespace: d.TemporalNamespace, mailbox: d.Mailbox,
+		limits: newLimiters(d.Limits), sandbox: d.Sandbox,
 	}
-	s.orgNames = &worker.OrganizationNames{DB: d.Store.Pool}
-	if s.orderHooks == nil {
-		s.orderHooks = &rules.Hooks{Store: d.Store, Log: d.Logger}
-	}
-	s.bulkTaskQueue, s.namespace = d.BulkTaskQueue, d.TemporalNamespace
-	if s.bulkTaskQueue == "" {
-		s.bulkTaskQueue = s.taskQueue
-	}
-	if h, ok := s.orderHooks.(*rules.Hooks); ok && d.OrderHooks == nil {
-		h.Dispatcher = s.dispatchStarter()
-	}
-	s.rateTimeout = d.RateTimeout
-	s.sandbox = d.Sandbox
-	s.platforms = d.Platforms
-	if s.rateTimeout <= 0 {
-		s.rateTimeout = rating.DefaultTimeout
-	}
-	if s.mailer == nil {
-		s.mailer = email.LogSender{Log: d.Logger}
-	}
-	s.domains = newDomains(d, s)
+	s.domains = newDomains(wiring.New(d, wiring.Hooks{
+		PINLimit: s.limits.carrierPINAccount.check, MaxWrongPINs: s.limits.wrongPINs,
+		InvitationLimit: s.limits.invitationsOrg.check, OnWebhookSecret: s.webhookVerifiers().drop,
+	}))
 	s.embedLimits = newEmbedLimits()
 	if !d.NoRequestValidation {
 		s.requestSchemas = mustRequestValidators()
@@ -269,7 +151,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		checks["temporalSearchAttributes"] = "ok"
 	}
 	status := http.StatusOK
-	if err := s.store.Ping(ctx); err != nil {
+	if err := s.ping(ctx); err != nil {
 		checks["postgres"] = "unavailable"
 		status = http.StatusServiceUnavailable
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -10,7 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/accounts"
 )
 
 func (s *Server) mountSignin(r chi.Router) {
@@ -33,7 +32,7 @@ type userJSON struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
-func toUserJSON(u store.User) userJSON {
+func toUserJSON(u accounts.User) userJSON {
 	return userJSON{ID: u.ID, Email: u.Email, FirstName: u.FirstName, LastName: u.LastName, CreatedAt: u.CreatedAt}
 }
 
@@ -47,7 +46,7 @@ type organizationJSON struct {
 	CreatedAt time.Time       `json:"created_at"`
 }
 
-func toOrganizationJSON(o store.Organization) organizationJSON {
+func toOrganizationJSON(o accounts.Organization) organizationJSON {
 	return organizationJSON{ID: o.ID, Name: o.Name, Slug: o.Slug, Plan: o.Plan, Settings: o.Settings, CreatedAt: o.CreatedAt}
 }
 
@@ -91,36 +90,18 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limits.signupEmail.check(emailKey(*req.Email)); err != nil {
 		return err
 	}
-	hash, err := s.passwords.Hash(*req.Password)
-	if err != nil {
-		return err
-	}
-	var orgName *string
-	if req.OrganizationName != nil {
-		name := strings.TrimSpace(*req.OrganizationName)
-		orgName = &name
-	}
-	user, o, err := store.Signup(r.Context(), s.store, store.User{
-		ID: uuid.New(), Email: strings.TrimSpace(*req.Email), PasswordHash: hash,
-		FirstName: strings.TrimSpace(*req.FirstName), LastName: strings.TrimSpace(*req.LastName),
-	}, orgName)
-	if errors.Is(err, store.ErrConflict) {
-		return errConflict("an account with this e-mail already exists")
-	}
+	sess, err := s.accounts.Signup(r.Context(), accounts.SignupInput{Email: *req.Email, Password: *req.Password,
+		FirstName: *req.FirstName, LastName: *req.LastName, OrganizationName: req.OrganizationName})
 	if err != nil {
 		return err
 	}
 	var org *organizationJSON
-	if o != nil {
-		oj := toOrganizationJSON(*o)
+	if sess.Organization != nil {
+		oj := toOrganizationJSON(*sess.Organization)
 		org = &oj
 	}
-	token, exp, err := s.tokens.Issue(user.ID)
-	if err != nil {
-		return err
-	}
 	writeData(w, http.StatusCreated, map[string]any{
-		"user": toUserJSON(user), "organization": org, "access_token": token, "expires_at": exp,
+		"user": toUserJSON(sess.User), "organization": org, "access_token": sess.Token, "expires_at": sess.ExpiresAt,
 	})
 	return nil
 }
@@ -149,42 +130,18 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limits.loginEmail.check(emailKey(*req.Email)); err != nil {
 		return err
 	}
-	wrong := errUnauthorized("wrong e-mail or password")
-	user, err := store.UserByEmail(r.Context(), s.store.Pool, strings.TrimSpace(*req.Email))
-	if errors.Is(err, store.ErrNotFound) {
-		s.passwords.CheckUnknown(*req.Password)
-		return wrong
-	}
-	if err != nil {
-		return err
-	}
-	if !s.passwords.Check(user.PasswordHash, *req.Password) {
-		return wrong
-	}
-	orgs, err := store.OrganizationsOfUser(r.Context(), s.store.Pool, user.ID)
-	if err != nil {
-		return err
-	}
-	token, exp, err := s.tokens.Issue(user.ID)
+	sess, err := s.accounts.Login(r.Context(), *req.Email, *req.Password)
 	if err != nil {
 		return err
 	}
 	writeData(w, http.StatusOK, map[string]any{
-		"user": toUserJSON(user), "access_token": token, "expires_at": exp, "organizations": nonNil(orgs),
+		"user": toUserJSON(sess.User), "access_token": sess.Token, "expires_at": sess.ExpiresAt, "organizations": nonNil(sess.Organizations),
 	})
 	return nil
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
-	p := principalFrom(r.Context())
-	user, err := store.UserByID(r.Context(), s.store.Pool, p.UserID)
-	if errors.Is(err, store.ErrNotFound) {
-		return errUnauthorized("the user of this token no longer exists")
-	}
-	if err != nil {
-		return err
-	}
-	orgs, err := store.OrganizationsOfUser(r.Context(), s.store.Pool, user.ID)
+	user, orgs, err := s.accounts.Me(r.Context(), principalFrom(r.Context()).UserID)
 	if err != nil {
 		return err
 	}
@@ -208,14 +165,7 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request) erro
 	if err := v.err(); err != nil {
 		return err
 	}
-	p := principalFrom(r.Context())
-	if _, err := store.UserByID(r.Context(), s.store.Pool, p.UserID); err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return errUnauthorized("the user of this token no longer exists")
-		}
-		return err
-	}
-	org, err := store.CreateOrganization(r.Context(), s.store, strings.TrimSpace(*req.Name), p.UserID)
+	org, err := s.accounts.CreateOrganization(r.Context(), principalFrom(r.Context()).UserID, *req.Name)
 	if err != nil {
 		return err
 	}
