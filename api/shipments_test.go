@@ -303,6 +303,37 @@ func TestShipmentCreateBuysLabel(t *testing.T) {
 	require.Empty(t, res.list())
 }
 
+// POST /shipments takes the camelCase names too (the Part 2 resources are
+// camelCase, and a new user sent them): a camelCase body buys the same
+// label instead of reporting every field missing; when both casings are
+// sent, snake_case wins.
+func TestShipmentCreateAcceptsCamelCase(t *testing.T) {
+	e, _ := shpEnv(t)
+	owner := e.signup()
+	acct := shpAccount(t, e, owner.org, "carrier_a", "active", shpCarrierA())
+	orderID, _ := shpOrder(t, e, owner.org, shpSeattle())
+	snake := shpBody(orderID, acct)
+	camel := map[string]any{"orderId": orderID, "carrierAccountId": acct, "service": snake["service"], "parcels": snake["parcels"],
+		"shipFrom": snake["ship_from"], "shipDate": snake["ship_date"], "labelFormat": "PDF"}
+	d := shpCreate(t, e, owner.caller, camel)
+	require.Equal(t, orderID, d["order_id"])
+	require.Equal(t, acct, d["carrier_account_id"])
+	require.Equal(t, "Memphis", d["ship_from"].(map[string]any)["city"])
+	require.Equal(t, snake["ship_date"], d["ship_date"])
+
+	// The camelCase label format is read (and checked) too.
+	camel["labelFormat"] = "GIF"
+	res := e.do(owner.caller, "POST", "/api/v1/shipments", camel)
+	requireError(t, res, 400, "validation_error")
+	require.Contains(t, string(res.Raw), `"field":"label_format"`)
+
+	// Both casings: snake_case wins.
+	both := shpBody(orderID, acct)
+	both["orderId"], both["shipDate"] = "nope", "not a date"
+	d = shpCreate(t, e, owner.caller, both)
+	require.Equal(t, orderID, d["order_id"])
+}
+
 func TestShipmentCreateDefaultShipFrom(t *testing.T) {
 	e, _ := shpEnv(t)
 	owner := e.signup()
