@@ -119,9 +119,6 @@ func New(d Deps) *Service {
 	return s
 }
 
-// Ready reports whether the accounts' database answers (readiness).
-func (s *Service) Ready(ctx context.Context) error { return s.store.Ping(ctx) }
-
 // Role groups of the specification's "Who" columns.
 var (
 	adminOrOwner        = auth.AdminOrOwner
