@@ -122,50 +122,47 @@ type StuckStatus struct {
 
 // StuckOrders finds, per open status (statuses), the orders that have
 // been in it longer than the organization usually keeps an order there.
-// The usual time comes from the status changes of the baseline window:
-// each change out of a status measures the time since the order's
-// previous change in the window, or since the order was created when it
-// was created in the window (else the change is left out); an
-// order is stuck past max(2·median, median + 3·1.4826·MAD, minimum).
-// An order's time in its status runs from its newest status change, else
-// its creation. Statuses need minSamples changes.
+// The usual time comes from the stays in the status that began and ended
+// in the baseline window (order_status_changes, migration 00150: a stay
+// that began before the window is left out, so every status is measured
+// over the same span); an order is stuck past max(2·median, median +
+// 3·1.4826·MAD, minimum). An order's time in its status runs from
+// orders.status_entered_at. Statuses need minSamples stays.
+//
+// Both halves read an index range: the stays of the window per status
+// (order_status_changes_org_from_idx), gathered into one array per status
+// whose median and deviations are ordered-set aggregates, and the orders
+// that entered their status before the threshold
+// (orders_org_status_entered_idx, index-only: counted, and the 20 that
+// entered it first read in its order).
 func StuckOrders(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, statuses []string, baseline time.Duration, minSamples int, minimum time.Duration) ([]StuckStatus, error) {
 	rows, err := db.Query(ctx, `
-WITH chg AS (
-  SELECT a.order_id, a.created_at, a.metadata ->> 'from' AS status,
-         lag(a.created_at) OVER (PARTITION BY a.order_id ORDER BY a.created_at, a.id) AS prev
-    FROM order_activities a
-   WHERE a.organization_id = $1 AND a.type = 'status_change' AND a.created_at >= $2::timestamptz - $3::interval AND a.created_at < $2
-), ch AS (
-  -- The first change of an order created before the window has no known
-  -- start: it is left out.
-  SELECT c.status, extract(epoch FROM c.created_at - coalesce(c.prev, o.created_at)) AS secs
-    FROM chg c
-    LEFT JOIN orders o ON c.prev IS NULL AND o.organization_id = $1 AND o.id = c.order_id AND o.created_at >= $2::timestamptz - $3::interval
-   WHERE c.prev IS NOT NULL OR o.id IS NOT NULL
-), base AS (
-  SELECT status, count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS med
-    FROM ch WHERE status = ANY($4) AND secs >= 0 GROUP BY 1 HAVING count(*) >= $5
+WITH grp AS (
+  SELECT c.from_status AS status, count(*) AS n, array_agg(date_part('epoch', c.changed_at - c.from_entered_at)) AS xs
+    FROM order_status_changes c
+   WHERE c.organization_id = $1 AND c.from_status = ANY($4) AND c.changed_at >= $2::timestamptz - $3::interval AND c.changed_at < $2
+     AND c.from_entered_at >= $2::timestamptz - $3::interval AND c.from_entered_at <= c.changed_at
+   GROUP BY 1 HAVING count(*) >= $5
 ), lim AS (
-  SELECT b.status, b.n, b.med,
-         greatest(2 * b.med, b.med + 3 * 1.4826 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(c.secs - b.med)), $6::float8) AS threshold
-    FROM ch c JOIN base b USING (status) WHERE c.secs >= 0 GROUP BY b.status, b.n, b.med
-), cand AS MATERIALIZED (
-  SELECT l.status, l.threshold, o.id,
-         coalesce((SELECT max(a.created_at) FROM order_activities a WHERE a.order_id = o.id AND a.type = 'status_change'), o.created_at) AS entered
-    FROM lim l
-    JOIN orders o ON o.organization_id = $1 AND o.status = l.status AND o.created_at < $2::timestamptz - make_interval(secs => l.threshold)
-   WHERE ($7::uuid[] IS NULL OR o.id = ANY($7))
-), stuck AS (
-  SELECT status, id, extract(epoch FROM $2::timestamptz - entered) AS age
-    FROM cand WHERE entered < $2::timestamptz - make_interval(secs => threshold)
+  SELECT g.status, g.n, m.med, greatest(2 * m.med, m.med + 3 * 1.4826 * d.mad, $6::float8) AS threshold
+    FROM grp g
+   CROSS JOIN LATERAL (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v) AS med FROM unnest(g.xs) v) m
+   CROSS JOIN LATERAL (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(v - m.med)) AS mad FROM unnest(g.xs) v) d
 )
 SELECT l.status, l.n::int AS samples, l.med AS median_seconds, l.threshold AS threshold_seconds,
-       count(s.id)::int AS stuck, coalesce(max(s.age), 0) AS oldest_seconds,
-       coalesce((array_agg(s.id ORDER BY s.age DESC, s.id))[1:20], '{}') AS ids
-  FROM lim l JOIN stuck s USING (status)
- GROUP BY l.status, l.n, l.med, l.threshold
- ORDER BY count(s.id) DESC, l.status`,
+       k.stuck, date_part('epoch', $2::timestamptz - k.oldest) AS oldest_seconds, t.ids
+  FROM lim l
+ CROSS JOIN LATERAL (SELECT count(*)::int AS stuck, min(o.status_entered_at) AS oldest
+                       FROM orders o
+                      WHERE o.organization_id = $1 AND o.status = l.status AND o.status_entered_at < $2::timestamptz - make_interval(secs => l.threshold)
+                        AND ($7::uuid[] IS NULL OR o.id = ANY($7))) k
+ CROSS JOIN LATERAL (SELECT array_agg(x.id) AS ids
+                       FROM (SELECT o.id FROM orders o
+                              WHERE o.organization_id = $1 AND o.status = l.status AND o.status_entered_at < $2::timestamptz - make_interval(secs => l.threshold)
+                                AND ($7::uuid[] IS NULL OR o.id = ANY($7))
+                              ORDER BY o.status_entered_at, o.id LIMIT 20) x) t
+ WHERE k.stuck > 0
+ ORDER BY k.stuck DESC, l.status`,
 		orgID, sc.Now, baseline, statuses, minSamples, minimum.Seconds(), sc.OrderIDs)
 	if err != nil {
 		return nil, mapErr(err)
