@@ -268,3 +268,80 @@ func BenchmarkPlans(b *testing.B) {
 		b.Log("\n" + p)
 	}
 }
+
+// BenchmarkDetectorStatements reports the median time of each detector's
+// statement alone (one at a time, each in its own insights read), to
+// find the one generate waits for (-bench DetectorStatements -benchtime 10x).
+func BenchmarkDetectorStatements(b *testing.B) {
+	f := seedLarge(b)
+	ctx := context.Background()
+	org := f.actor.OrganizationID
+	_, items, _ := f.ops.Operation(ctx, org, f.opID)
+	statements := []struct {
+		name string
+		run  func(db store.DBTX, sc store.InsightScope) error
+	}{
+		{"cost_anomaly", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.OutlierGroups(ctx, db, org, store.OutlierCost, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
+			return err
+		}},
+		{"weight_anomaly", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.OutlierGroups(ctx, db, org, store.OutlierWeight, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
+			return err
+		}},
+		{"stuck_orders", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.StuckOrders(ctx, db, org, sc, []string{"pending", "confirmed", "processing", "on_hold"}, insights.Baseline, insights.StuckMinSamples, insights.StuckMinimum)
+			return err
+		}},
+		{"exception_rate", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.ExceptionRates(ctx, db, org, sc, insights.Recent)
+			return err
+		}},
+		{"cheaper_quotes", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.CheaperQuotes(ctx, db, org, sc, insights.Baseline)
+			return err
+		}},
+		{"late_shipments", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.LateRisks(ctx, db, org, sc, insights.Baseline, insights.LateMinSamples, insights.LateShare)
+			return err
+		}},
+		{"volume_trend", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.VolumeTrends(ctx, db, org, sc, insights.Recent)
+			return err
+		}},
+		{"alerts", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.Alerts(ctx, db, org, sc.Now, insights.AlertWindow)
+			return err
+		}},
+		{"dispatcher_trigger", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.ManualDispatchRuns(ctx, db, org, sc, insights.RecommendationWindow, insights.RecommendMinOrders)
+			return err
+		}},
+		{"carrier_performance", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.CarrierPerformance(ctx, db, org, sc.Now.AddDate(-1, 0, 0), sc.Now)
+			return err
+		}},
+		{"operation_items", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.OperationItemGroups(ctx, db, org, items, sc.Now)
+			return err
+		}},
+	}
+	times := make([][]time.Duration, len(statements))
+	b.ResetTimer()
+	for b.Loop() {
+		for i, st := range statements {
+			sc := store.InsightScope{Now: time.Now()}
+			start := time.Now()
+			if err := store.InsightRead(ctx, f.st.Pool, func(db store.DBTX) error { return st.run(db, sc) }); err != nil {
+				b.Fatalf("%s: %v", st.name, err)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	for i, st := range statements {
+		d := times[i]
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, st.name+"-ms")
+	}
+}
