@@ -234,7 +234,7 @@ WITH best AS (
      AND s.tracking_number IS NOT NULL AND s.status = 'delivered' AND s.delivered_at IS NOT NULL AND s.rate_amount IS NOT NULL
      AND ($4::uuid[] IS NULL OR s.order_id = ANY($4))
      AND i.quoted_price < s.rate_amount AND i.transit_days IS NOT NULL
-     AND i.transit_days <= ceil(extract(epoch FROM s.delivered_at - s.created_at) / 86400)
+     AND i.transit_days <= ceil(date_part('epoch', s.delivered_at - s.created_at) / 86400)
    ORDER BY s.id, s.rate_amount - i.quoted_price DESC, i.id
 )
 SELECT carrier, service, count(*)::int AS shipments, sum(rate_amount)::float8 AS spent, sum(saving)::float8 AS savings,
@@ -281,7 +281,7 @@ type LateRisk struct {
 func LateRisks(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, baseline time.Duration, minSamples int, share float64) ([]LateRisk, error) {
 	rows, err := db.Query(ctx, `
 WITH hist AS (
-  SELECT s.carrier, s.service, floor(extract(epoch FROM s.delivered_at - s.created_at) / 86400)::int AS d, count(*) AS c,
+  SELECT s.carrier, s.service, floor(date_part('epoch', s.delivered_at - s.created_at) / 86400)::int AS d, count(*) AS c,
          count(*) FILTER (WHERE `+onTimeSQL+`) AS on_time, count(*) FILTER (WHERE `+estimatedDeliverySQL+` IS NOT NULL) AS with_est
     FROM shipments s
    WHERE s.organization_id = $1 AND s.status = 'delivered' AND s.delivered_at IS NOT NULL
@@ -290,7 +290,7 @@ WITH hist AS (
 ), groups AS (
   SELECT carrier, service, sum(c) AS n FROM hist GROUP BY 1, 2
 ), moving AS (
-  SELECT s.id, s.carrier, s.service, floor(extract(epoch FROM $2::timestamptz - s.created_at) / 86400)::int AS d,
+  SELECT s.id, s.carrier, s.service, floor(date_part('epoch', $2::timestamptz - s.created_at) / 86400)::int AS d,
          `+estimatedDeliverySQL+` AS est
     FROM shipments s
    WHERE s.organization_id = $1 AND s.status IN ('label_created', 'in_transit', 'out_for_delivery')
@@ -459,7 +459,7 @@ func CarrierPerformance(ctx context.Context, db DBTX, orgID uuid.UUID, start, en
 WITH s AS (
   SELECT s.carrier, s.created_at, s.rate_amount::float8 AS cost,
          (s.status = 'delivered' AND s.delivered_at IS NOT NULL) AS delivered,
-         extract(epoch FROM s.delivered_at - s.created_at) / 86400 AS transit,
+         date_part('epoch', s.delivered_at - s.created_at) / 86400 AS transit,
          `+estimatedDeliverySQL+` IS NOT NULL AS has_est, coalesce(`+onTimeSQL+`, false) AS on_time
     FROM shipments s WHERE s.organization_id = $1 AND s.created_at >= $2 AND s.created_at < $3
 )
