@@ -314,12 +314,15 @@ WITH hist AS (
 )
 SELECT c.carrier, c.in_transit, coalesce(l.late, 0) AS late, coalesce(l.past, 0) AS past_estimate, coalesce(l.slower, 0) AS slower_than,
        coalesce(p.delivered, 0) AS delivered, coalesce(p.on_time, 0) AS on_time, coalesce(p.with_est, 0) AS with_estimate,
-       coalesce(l.ids, '{}') AS ids
+       coalesce(l2.ids, '{}') AS ids
   FROM (SELECT carrier, count(*)::int AS in_transit FROM scored GROUP BY 1) c
-  LEFT JOIN (SELECT carrier, count(*)::int AS late, count(*) FILTER (WHERE past)::int AS past, coalesce(avg(slower), 0)::float8 AS slower,
-                    (array_agg(id ORDER BY past DESC, slower DESC NULLS LAST, id))[1:20] AS ids
+  LEFT JOIN (SELECT carrier, count(*)::int AS late, count(*) FILTER (WHERE past)::int AS past, coalesce(avg(slower), 0)::float8 AS slower
                FROM late GROUP BY 1) l USING (carrier)
   LEFT JOIN perf p USING (carrier)
+  -- The first 20 by a bounded sort, not a sort of every late shipment.
+ CROSS JOIN LATERAL (SELECT array_agg(t.id) AS ids
+                       FROM (SELECT x.id FROM late x WHERE x.carrier = c.carrier
+                              ORDER BY x.past DESC, x.slower DESC NULLS LAST, x.id LIMIT 20) t) l2
  WHERE coalesce(l.late, 0) > 0
  ORDER BY l.late DESC, c.carrier`, orgID, sc.Now, baseline, sc.OrderIDs, minSamples, share)
 	if err != nil {
