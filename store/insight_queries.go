@@ -123,9 +123,10 @@ type StuckStatus struct {
 // StuckOrders finds, per open status (statuses), the orders that have
 // been in it longer than the organization usually keeps an order there.
 // The usual time comes from the stays in the status that began and ended
-// in the baseline window (order_status_changes, migration 00150: a stay
-// that began before the window is left out, so every status is measured
-// over the same span); an order is stuck past max(2·median, median +
+// in the baseline window (order_status_changes, migration 00150; a stay
+// that began before the window is left out, as it was when the history
+// was read from the activities: the baseline looks back no further than
+// the window); an order is stuck past max(2·median, median +
 // 3·1.4826·MAD, minimum). An order's time in its status runs from
 // orders.status_entered_at. Statuses need minSamples stays.
 //
