@@ -54,9 +54,9 @@ func seedLarge(b *testing.B) largeFixture {
 		// 100,000 orders over 120 days, in statements of 1,000 rows (the
 		// order counters' row trigger is quadratic in a statement's rows).
 		for lo := 0; lo < 100_000; lo += 1000 {
-			exec(`INSERT INTO orders (id, organization_id, external_id, status, customer, customer_email, line_items, totals, total, ordered_at, created_at, updated_at)
+			exec(`INSERT INTO orders (id, organization_id, external_id, status, customer, customer_email, line_items, totals, total, ordered_at, created_at, updated_at, status_entered_at)
 			      SELECT gen_random_uuid(), $1, 'b-' || g, (ARRAY['pending','confirmed','processing','shipped','delivered','cancelled'])[1 + g % 6],
-			             '{}', 'b@example.com', '[]', '{}', 10 + g % 90, ts, ts, ts
+			             '{}', 'b@example.com', '[]', '{}', 10 + g % 90, ts, ts, ts, ts
 			        FROM generate_series($2::int, $2::int + 999) g,
 			             LATERAL (SELECT now() - make_interval(days => g % 120, hours => g % 24) AS ts) t`, org, lo)
 		}
@@ -65,6 +65,12 @@ func seedLarge(b *testing.B) largeFixture {
 		      SELECT gen_random_uuid(), organization_id, id, 'status_change', 'changed', 'system',
 		             jsonb_build_object('from', 'pending', 'to', status), created_at + interval '3 hours'
 		        FROM orders WHERE organization_id = $1 AND status <> 'pending' LIMIT 50000`, org)
+		// As the orders' trigger records them (migration 00150).
+		exec(`INSERT INTO order_status_changes (order_id, organization_id, from_status, to_status, from_entered_at, changed_at)
+		      SELECT o.id, o.organization_id, a.metadata ->> 'from', a.metadata ->> 'to', o.created_at, a.created_at
+		        FROM order_activities a JOIN orders o ON o.id = a.order_id WHERE a.organization_id = $1 AND a.type = 'status_change'`, org)
+		exec(`UPDATE orders o SET status_entered_at = c.changed_at FROM order_status_changes c
+		       WHERE o.organization_id = $1 AND c.order_id = o.id`, org)
 		// 50,000 shipments of every other order, with tracking.
 		exec(`INSERT INTO shipments (id, organization_id, order_id, carrier, service, status, tracking_number, rate_amount, rate_currency,
 		                             ship_to, parcels, carrier_response, delivered_at, created_at, updated_at)
@@ -122,7 +128,9 @@ func seedLarge(b *testing.B) largeFixture {
 			items = append(items, store.OperationItemRef{OrderID: id, RateSnapshotID: &s})
 		}
 		orderRows.Close()
-		exec(`ANALYZE`)
+		// Vacuumed as autovacuum would have by then (the updates above leave
+		// dead rows; index-only scans need the visibility map).
+		exec(`VACUUM ANALYZE`)
 		opID := uuid.New()
 		ops := fakeOperations{}
 		ops[opID] = fakeOperation{org, "bench", items}
@@ -258,5 +266,82 @@ func BenchmarkPlans(b *testing.B) {
 	}
 	for _, p := range plans {
 		b.Log("\n" + p)
+	}
+}
+
+// BenchmarkDetectorStatements reports the median time of each detector's
+// statement alone (one at a time, each in its own insights read), to
+// find the one generate waits for (-bench DetectorStatements -benchtime 10x).
+func BenchmarkDetectorStatements(b *testing.B) {
+	f := seedLarge(b)
+	ctx := context.Background()
+	org := f.actor.OrganizationID
+	_, items, _ := f.ops.Operation(ctx, org, f.opID)
+	statements := []struct {
+		name string
+		run  func(db store.DBTX, sc store.InsightScope) error
+	}{
+		{"cost_anomaly", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.OutlierGroups(ctx, db, org, store.OutlierCost, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
+			return err
+		}},
+		{"weight_anomaly", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.OutlierGroups(ctx, db, org, store.OutlierWeight, sc, insights.Baseline, insights.Recent, insights.OutlierMinSamples, insights.OutlierZ)
+			return err
+		}},
+		{"stuck_orders", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.StuckOrders(ctx, db, org, sc, []string{"pending", "confirmed", "processing", "on_hold"}, insights.Baseline, insights.StuckMinSamples, insights.StuckMinimum)
+			return err
+		}},
+		{"exception_rate", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.ExceptionRates(ctx, db, org, sc, insights.Recent)
+			return err
+		}},
+		{"cheaper_quotes", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.CheaperQuotes(ctx, db, org, sc, insights.Baseline)
+			return err
+		}},
+		{"late_shipments", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.LateRisks(ctx, db, org, sc, insights.Baseline, insights.LateMinSamples, insights.LateShare)
+			return err
+		}},
+		{"volume_trend", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.VolumeTrends(ctx, db, org, sc, insights.Recent)
+			return err
+		}},
+		{"alerts", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.Alerts(ctx, db, org, sc.Now, insights.AlertWindow)
+			return err
+		}},
+		{"dispatcher_trigger", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.ManualDispatchRuns(ctx, db, org, sc, insights.RecommendationWindow, insights.RecommendMinOrders)
+			return err
+		}},
+		{"carrier_performance", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.CarrierPerformance(ctx, db, org, sc.Now.AddDate(-1, 0, 0), sc.Now)
+			return err
+		}},
+		{"operation_items", func(db store.DBTX, sc store.InsightScope) error {
+			_, err := store.OperationItemGroups(ctx, db, org, items, sc.Now)
+			return err
+		}},
+	}
+	times := make([][]time.Duration, len(statements))
+	b.ResetTimer()
+	for b.Loop() {
+		for i, st := range statements {
+			sc := store.InsightScope{Now: time.Now()}
+			start := time.Now()
+			if err := store.InsightRead(ctx, f.st.Pool, func(db store.DBTX) error { return st.run(db, sc) }); err != nil {
+				b.Fatalf("%s: %v", st.name, err)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	b.StopTimer()
+	for i, st := range statements {
+		d := times[i]
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		b.ReportMetric(float64(d[len(d)/2].Microseconds())/1000, st.name+"-ms")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/store"
@@ -116,17 +117,32 @@ func (s *Service) OperationInsights(ctx context.Context, actor domain.Actor, ope
 		return OperationInsights{}, err
 	}
 	now := s.now().UTC()
+	// The item groups, the carriers' on-time rates and the stored insights
+	// are independent reads: they run at once, each in its own read.
 	var groups []store.OperationItemGroup
 	var perf []store.CarrierPerformanceRow
-	err = store.InsightRead(ctx, s.store.Pool, func(db store.DBTX) error {
-		var err error
-		if groups, err = store.OperationItemGroups(ctx, db, orgID, items, now); err != nil {
+	var stored []store.Insight
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return store.InsightRead(gctx, s.store.Pool, func(db store.DBTX) error {
+			var err error
+			groups, err = store.OperationItemGroups(gctx, db, orgID, items, now)
 			return err
-		}
-		perf, err = store.CarrierPerformance(ctx, db, orgID, now.Add(-Baseline), now)
+		})
+	})
+	g.Go(func() error {
+		return store.InsightRead(gctx, s.store.Pool, func(db store.DBTX) error {
+			var err error
+			perf, err = store.CarrierPerformance(gctx, db, orgID, now.Add(-Baseline), now)
+			return err
+		})
+	})
+	g.Go(func() error {
+		var err error
+		stored, _, err = store.ListInsights(gctx, s.store.Pool, orgID, store.InsightFilter{OperationID: &op.ID, Now: now, Limit: 100})
 		return err
 	})
-	if err != nil {
+	if err := g.Wait(); err != nil {
 		return OperationInsights{}, err
 	}
 	onTime := map[string]float64{}
@@ -179,10 +195,6 @@ func (s *Service) OperationInsights(ctx context.Context, actor domain.Actor, ope
 	}
 	out.CostBreakdown = CostBreakdown{ByCarrier: shares(byCarrier), ByService: shares(byService)}
 
-	stored, _, err := store.ListInsights(ctx, s.store.Pool, orgID, store.InsightFilter{OperationID: &op.ID, Now: now, Limit: 100})
-	if err != nil {
-		return OperationInsights{}, err
-	}
 	out.Optimizations, out.Anomalies, out.Insights = []Insight{}, []Insight{}, []Insight{}
 	for _, r := range stored {
 		in := fromStore(r)

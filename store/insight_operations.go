@@ -64,7 +64,7 @@ WITH items AS (
 ), chosen AS (
   SELECT i.order_id, i.override_id, r.carrier, coalesce(nullif(r.service_name, ''), r.service_type) AS service,
          r.total_price, r.transit_days, r.expires_at, coalesce(r.carrier_account_id, i.override_id) AS account_id,
-         md5(r.ship_from::text || r.ship_to::text || r.packages::text) AS req, r.id AS snapshot_id
+         r.request_key AS req, r.id AS snapshot_id
     FROM items i LEFT JOIN rate_snapshots r ON r.organization_id = $1 AND r.id = i.snapshot_id
 ), priced AS (
   SELECT c.*, a.status AS account_status, alt.cheapest
@@ -72,7 +72,7 @@ WITH items AS (
     LEFT JOIN carrier_accounts a ON a.organization_id = $1 AND a.id = c.account_id
     LEFT JOIN LATERAL (
       SELECT min(o.total_price) AS cheapest FROM rate_snapshots o
-       WHERE c.snapshot_id IS NOT NULL AND o.organization_id = $1 AND md5(o.ship_from::text || o.ship_to::text || o.packages::text) = c.req
+       WHERE c.snapshot_id IS NOT NULL AND o.organization_id = $1 AND o.request_key = c.req
          AND o.total_price < c.total_price AND o.transit_days <= c.transit_days) alt ON true
 )
 SELECT carrier, service, coalesce(expires_at <= $5, false) AS expired,

@@ -122,50 +122,48 @@ type StuckStatus struct {
 
 // StuckOrders finds, per open status (statuses), the orders that have
 // been in it longer than the organization usually keeps an order there.
-// The usual time comes from the status changes of the baseline window:
-// each change out of a status measures the time since the order's
-// previous change in the window, or since the order was created when it
-// was created in the window (else the change is left out); an
-// order is stuck past max(2·median, median + 3·1.4826·MAD, minimum).
-// An order's time in its status runs from its newest status change, else
-// its creation. Statuses need minSamples changes.
+// The usual time comes from the stays in the status that began and ended
+// in the baseline window (order_status_changes, migration 00150; a stay
+// that began before the window is left out, as it was when the history
+// was read from the activities: the baseline looks back no further than
+// the window); an order is stuck past max(2·median, median +
+// 3·1.4826·MAD, minimum). An order's time in its status runs from
+// orders.status_entered_at. Statuses need minSamples stays.
+//
+// Both halves read an index range: the stays of the window per status
+// (order_status_changes_org_from_idx), gathered into one array per status
+// whose median and deviations are ordered-set aggregates, and the orders
+// that entered their status before the threshold
+// (orders_org_status_entered_idx, index-only: counted, and the 20 that
+// entered it first read in its order).
 func StuckOrders(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, statuses []string, baseline time.Duration, minSamples int, minimum time.Duration) ([]StuckStatus, error) {
 	rows, err := db.Query(ctx, `
-WITH chg AS (
-  SELECT a.order_id, a.created_at, a.metadata ->> 'from' AS status,
-         lag(a.created_at) OVER (PARTITION BY a.order_id ORDER BY a.created_at, a.id) AS prev
-    FROM order_activities a
-   WHERE a.organization_id = $1 AND a.type = 'status_change' AND a.created_at >= $2::timestamptz - $3::interval AND a.created_at < $2
-), ch AS (
-  -- The first change of an order created before the window has no known
-  -- start: it is left out.
-  SELECT c.status, extract(epoch FROM c.created_at - coalesce(c.prev, o.created_at)) AS secs
-    FROM chg c
-    LEFT JOIN orders o ON c.prev IS NULL AND o.organization_id = $1 AND o.id = c.order_id AND o.created_at >= $2::timestamptz - $3::interval
-   WHERE c.prev IS NOT NULL OR o.id IS NOT NULL
-), base AS (
-  SELECT status, count(*) AS n, percentile_cont(0.5) WITHIN GROUP (ORDER BY secs) AS med
-    FROM ch WHERE status = ANY($4) AND secs >= 0 GROUP BY 1 HAVING count(*) >= $5
+WITH grp AS (
+  SELECT c.from_status AS status, count(*) AS n, array_agg(date_part('epoch', c.changed_at - c.from_entered_at)) AS xs
+    FROM order_status_changes c
+   WHERE c.organization_id = $1 AND c.from_status = ANY($4) AND c.changed_at >= $2::timestamptz - $3::interval AND c.changed_at < $2
+     AND c.from_entered_at >= $2::timestamptz - $3::interval AND c.from_entered_at <= c.changed_at
+   GROUP BY 1 HAVING count(*) >= $5
 ), lim AS (
-  SELECT b.status, b.n, b.med,
-         greatest(2 * b.med, b.med + 3 * 1.4826 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(c.secs - b.med)), $6::float8) AS threshold
-    FROM ch c JOIN base b USING (status) WHERE c.secs >= 0 GROUP BY b.status, b.n, b.med
-), cand AS MATERIALIZED (
-  SELECT l.status, l.threshold, o.id,
-         coalesce((SELECT max(a.created_at) FROM order_activities a WHERE a.order_id = o.id AND a.type = 'status_change'), o.created_at) AS entered
-    FROM lim l
-    JOIN orders o ON o.organization_id = $1 AND o.status = l.status AND o.created_at < $2::timestamptz - make_interval(secs => l.threshold)
-   WHERE ($7::uuid[] IS NULL OR o.id = ANY($7))
-), stuck AS (
-  SELECT status, id, extract(epoch FROM $2::timestamptz - entered) AS age
-    FROM cand WHERE entered < $2::timestamptz - make_interval(secs => threshold)
+  SELECT g.status, g.n, m.med, greatest(2 * m.med, m.med + 3 * 1.4826 * d.mad, $6::float8) AS threshold
+    FROM grp g
+   CROSS JOIN LATERAL (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v) AS med FROM unnest(g.xs) v) m
+   CROSS JOIN LATERAL (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(v - m.med)) AS mad FROM unnest(g.xs) v) d
 )
 SELECT l.status, l.n::int AS samples, l.med AS median_seconds, l.threshold AS threshold_seconds,
-       count(s.id)::int AS stuck, coalesce(max(s.age), 0) AS oldest_seconds,
-       coalesce((array_agg(s.id ORDER BY s.age DESC, s.id))[1:20], '{}') AS ids
-  FROM lim l JOIN stuck s USING (status)
- GROUP BY l.status, l.n, l.med, l.threshold
- ORDER BY count(s.id) DESC, l.status`,
+       k.stuck, date_part('epoch', $2::timestamptz - k.oldest) AS oldest_seconds, t.ids
+  FROM lim l
+ CROSS JOIN LATERAL (SELECT count(*)::int AS stuck, min(o.status_entered_at) AS oldest
+                       FROM orders o
+                      WHERE o.organization_id = $1 AND o.status = l.status AND o.status_entered_at < $2::timestamptz - make_interval(secs => l.threshold)
+                        AND ($7::uuid[] IS NULL OR o.id = ANY($7))) k
+ CROSS JOIN LATERAL (SELECT array_agg(x.id) AS ids
+                       FROM (SELECT o.id FROM orders o
+                              WHERE o.organization_id = $1 AND o.status = l.status AND o.status_entered_at < $2::timestamptz - make_interval(secs => l.threshold)
+                                AND ($7::uuid[] IS NULL OR o.id = ANY($7))
+                              ORDER BY o.status_entered_at, o.id LIMIT 20) x) t
+ WHERE k.stuck > 0
+ ORDER BY k.stuck DESC, l.status`,
 		orgID, sc.Now, baseline, statuses, minSamples, minimum.Seconds(), sc.OrderIDs)
 	if err != nil {
 		return nil, mapErr(err)
@@ -237,7 +235,7 @@ WITH best AS (
      AND s.tracking_number IS NOT NULL AND s.status = 'delivered' AND s.delivered_at IS NOT NULL AND s.rate_amount IS NOT NULL
      AND ($4::uuid[] IS NULL OR s.order_id = ANY($4))
      AND i.quoted_price < s.rate_amount AND i.transit_days IS NOT NULL
-     AND i.transit_days <= ceil(extract(epoch FROM s.delivered_at - s.created_at) / 86400)
+     AND i.transit_days <= ceil(date_part('epoch', s.delivered_at - s.created_at) / 86400)
    ORDER BY s.id, s.rate_amount - i.quoted_price DESC, i.id
 )
 SELECT carrier, service, count(*)::int AS shipments, sum(rate_amount)::float8 AS spent, sum(saving)::float8 AS savings,
@@ -284,7 +282,7 @@ type LateRisk struct {
 func LateRisks(ctx context.Context, db DBTX, orgID uuid.UUID, sc InsightScope, baseline time.Duration, minSamples int, share float64) ([]LateRisk, error) {
 	rows, err := db.Query(ctx, `
 WITH hist AS (
-  SELECT s.carrier, s.service, floor(extract(epoch FROM s.delivered_at - s.created_at) / 86400)::int AS d, count(*) AS c,
+  SELECT s.carrier, s.service, floor(date_part('epoch', s.delivered_at - s.created_at) / 86400)::int AS d, count(*) AS c,
          count(*) FILTER (WHERE `+onTimeSQL+`) AS on_time, count(*) FILTER (WHERE `+estimatedDeliverySQL+` IS NOT NULL) AS with_est
     FROM shipments s
    WHERE s.organization_id = $1 AND s.status = 'delivered' AND s.delivered_at IS NOT NULL
@@ -293,7 +291,7 @@ WITH hist AS (
 ), groups AS (
   SELECT carrier, service, sum(c) AS n FROM hist GROUP BY 1, 2
 ), moving AS (
-  SELECT s.id, s.carrier, s.service, floor(extract(epoch FROM $2::timestamptz - s.created_at) / 86400)::int AS d,
+  SELECT s.id, s.carrier, s.service, floor(date_part('epoch', $2::timestamptz - s.created_at) / 86400)::int AS d,
          `+estimatedDeliverySQL+` AS est
     FROM shipments s
    WHERE s.organization_id = $1 AND s.status IN ('label_created', 'in_transit', 'out_for_delivery')
@@ -317,12 +315,15 @@ WITH hist AS (
 )
 SELECT c.carrier, c.in_transit, coalesce(l.late, 0) AS late, coalesce(l.past, 0) AS past_estimate, coalesce(l.slower, 0) AS slower_than,
        coalesce(p.delivered, 0) AS delivered, coalesce(p.on_time, 0) AS on_time, coalesce(p.with_est, 0) AS with_estimate,
-       coalesce(l.ids, '{}') AS ids
+       coalesce(l2.ids, '{}') AS ids
   FROM (SELECT carrier, count(*)::int AS in_transit FROM scored GROUP BY 1) c
-  LEFT JOIN (SELECT carrier, count(*)::int AS late, count(*) FILTER (WHERE past)::int AS past, coalesce(avg(slower), 0)::float8 AS slower,
-                    (array_agg(id ORDER BY past DESC, slower DESC NULLS LAST, id))[1:20] AS ids
+  LEFT JOIN (SELECT carrier, count(*)::int AS late, count(*) FILTER (WHERE past)::int AS past, coalesce(avg(slower), 0)::float8 AS slower
                FROM late GROUP BY 1) l USING (carrier)
   LEFT JOIN perf p USING (carrier)
+  -- The first 20 by a bounded sort, not a sort of every late shipment.
+ CROSS JOIN LATERAL (SELECT array_agg(t.id) AS ids
+                       FROM (SELECT x.id FROM late x WHERE x.carrier = c.carrier
+                              ORDER BY x.past DESC, x.slower DESC NULLS LAST, x.id LIMIT 20) t) l2
  WHERE coalesce(l.late, 0) > 0
  ORDER BY l.late DESC, c.carrier`, orgID, sc.Now, baseline, sc.OrderIDs, minSamples, share)
 	if err != nil {
@@ -462,7 +463,7 @@ func CarrierPerformance(ctx context.Context, db DBTX, orgID uuid.UUID, start, en
 WITH s AS (
   SELECT s.carrier, s.created_at, s.rate_amount::float8 AS cost,
          (s.status = 'delivered' AND s.delivered_at IS NOT NULL) AS delivered,
-         extract(epoch FROM s.delivered_at - s.created_at) / 86400 AS transit,
+         date_part('epoch', s.delivered_at - s.created_at) / 86400 AS transit,
          `+estimatedDeliverySQL+` IS NOT NULL AS has_est, coalesce(`+onTimeSQL+`, false) AS on_time
     FROM shipments s WHERE s.organization_id = $1 AND s.created_at >= $2 AND s.created_at < $3
 )

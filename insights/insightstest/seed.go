@@ -50,23 +50,33 @@ func (s *Seed) exec(sql string, args ...any) {
 	must(s.T, err)
 }
 
-// Order inserts an order in status created at the time, with total.
+// Order inserts an order in status created at the time (in that status
+// since), with total.
 func (s *Seed) Order(status string, createdAt time.Time, total float64) uuid.UUID {
 	s.T.Helper()
 	s.n++
 	id := uuid.New()
-	s.exec(`INSERT INTO orders (id, organization_id, external_id, order_number, status, customer, customer_email, line_items, totals, total, ordered_at, created_at, updated_at)
-	        VALUES ($1, $2, $3, $3, $4, '{}', 'a@example.com', '[]', '{}', $5, $6, $6, $6)`,
+	s.exec(`INSERT INTO orders (id, organization_id, external_id, order_number, status, customer, customer_email, line_items, totals, total, ordered_at,
+	                            created_at, updated_at, status_entered_at)
+	        VALUES ($1, $2, $3, $3, $4, '{}', 'a@example.com', '[]', '{}', $5, $6, $6, $6, $6)`,
 		id, s.Org, fmt.Sprintf("ext-%d-%s", s.n, id.String()[:8]), status, total, createdAt)
 	return id
 }
 
-// StatusChange records an order's status change at the time.
+// StatusChange records an order's status change at the time, as a
+// status write at that time would have: its activity, its row of
+// order_status_changes (the stay in from began when the order entered its
+// status so far) and the order's status_entered_at (the order's status is
+// left as it was inserted). Changes of an order are seeded oldest first.
 func (s *Seed) StatusChange(order uuid.UUID, from, to string, at time.Time) {
 	s.T.Helper()
 	s.exec(`INSERT INTO order_activities (id, organization_id, order_id, type, description, actor_type, metadata, created_at)
 	        VALUES ($1, $2, $3, 'status_change', 'changed', 'system', jsonb_build_object('from', $4::text, 'to', $5::text), $6)`,
 		uuid.New(), s.Org, order, from, to, at)
+	s.exec(`WITH c AS (
+	          INSERT INTO order_status_changes (order_id, organization_id, from_status, to_status, from_entered_at, changed_at)
+	          SELECT id, organization_id, $2, $3, status_entered_at, $4 FROM orders WHERE id = $1)
+	        UPDATE orders SET status_entered_at = $4 WHERE id = $1 AND status_entered_at < $4`, order, from, to, at)
 }
 
 // Shipment is a shipment to seed.
