@@ -381,7 +381,10 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	op, err := store.OperationByID(ctx, s.store.Pool, orgID, in.OperationID)
+	// The batch that settles the last item ends the operation at once
+	// (FinishExecution: completed, or failed); the run's own
+	// FinishExecution then finds it ended.
+	op, err := s.FinishExecution(ctx, orgID, in.OperationID)
 	if err != nil {
 		return res, err
 	}
