@@ -132,10 +132,12 @@ type LabelPurchase struct {
 //     its purchase owner (a shipment already holding its label is returned
 //     as done: nothing is bought again);
 //   - asks the carrier once, marking the shipment first
-//     (label_requested_at); a call that never reached the carrier is
-//     repeated a few times, nothing else is;
-//   - stashes the documents as soon as the carrier answers and records
-//     the label; a label that cannot be recorded is voided;
+//     (label_requested_at; a shipment inserted afresh is inserted marked);
+//     a call that never reached the carrier is repeated a few times,
+//     nothing else is;
+//   - records the label as soon as the carrier answers (a shipment found,
+//     not created, stashes the documents first, as BuyLabel does); a label
+//     that cannot be recorded is voided;
 //   - when the carrier's answer is lost, looks the label up (stash, then
 //     the carrier's lookup by reference) and voids what is found, else
 //     leaves the shipment as exception with the reason.
