@@ -340,6 +340,9 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	// stopped (its worker going away): it starts no more items, those it
 	// holds stay processing for its next attempt.
 	feed := func(j job) bool {
+		if ctx.Err() != nil {
+			return false
+		}
 		select {
 		case jobs <- j:
 			res.Items++
