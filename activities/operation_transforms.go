@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/transforms"
@@ -25,6 +27,8 @@ type OperationTransforms struct {
 	Transforms *transforms.Service
 }
 
+var _ operations.BatchTransforms = OperationTransforms{}
+
 // TransformOrder runs trigger's chain on the order; a failing
 // transformation, or a result that changes what it may not, is Invalid
 // naming it.
@@ -37,6 +41,62 @@ func (t OperationTransforms) TransformOrder(ctx context.Context, orgID, orderID,
 	if err != nil || chain.Empty() {
 		return err
 	}
+	return t.apply(ctx, o, chain, key, trigger)
+}
+
+// Batch implements operations.BatchTransforms: the Transforms of one
+// batch, which reads each trigger point's transformations once (an
+// organization without any reads no order either). A transformation
+// changed while the batch runs applies from the next batch.
+func (t OperationTransforms) Batch() operations.Transforms {
+	return &batchTransforms{t: t, sets: map[string]*chainSetOnce{}}
+}
+
+type batchTransforms struct {
+	t    OperationTransforms
+	mu   sync.Mutex
+	sets map[string]*chainSetOnce
+}
+
+type chainSetOnce struct {
+	once sync.Once
+	set  *transforms.ChainSet
+	err  error
+}
+
+func (b *batchTransforms) TransformOrder(ctx context.Context, orgID, orderID, key uuid.UUID, trigger string) error {
+	k := orgID.String() + "/" + trigger
+	b.mu.Lock()
+	e := b.sets[k]
+	if e == nil {
+		e = &chainSetOnce{}
+		b.sets[k] = e
+	}
+	b.mu.Unlock()
+	e.once.Do(func() { e.set, e.err = b.t.Transforms.LoadAll(ctx, orgID, trigger) })
+	if e.err != nil {
+		b.mu.Lock()
+		delete(b.sets, k) // not kept: the next item reads again
+		b.mu.Unlock()
+		return e.err
+	}
+	if e.set.Empty() {
+		return nil
+	}
+	o, err := store.OrderByID(ctx, b.t.Store.Pool, orgID, orderID)
+	if err != nil {
+		return err
+	}
+	chain := e.set.For(o.BridgeID)
+	if chain.Empty() {
+		return nil
+	}
+	return b.t.apply(ctx, o, chain, key, trigger)
+}
+
+// apply runs chain on the order and writes back what it changed.
+func (t OperationTransforms) apply(ctx context.Context, o store.Order, chain *transforms.Chain, key uuid.UUID, trigger string) error {
+	orgID := o.OrganizationID
 	in, err := json.Marshal(rules.OrderDetailJSONOf(o))
 	if err != nil {
 		return err

@@ -108,7 +108,8 @@ type Config struct {
 	Sandbox    bool
 	SandboxURL string
 	// HTTPClient is used for every call; nil (or a zero Timeout) gets
-	// DefaultHTTPTimeout.
+	// DefaultHTTPTimeout, nil (or a nil Transport) a transport keeping
+	// MaxIdleConnsPerHost idle connections per host.
 	HTTPClient *http.Client
 	// BaseURLs overrides the default endpoints (DefaultEndpoints, or the
 	// sandbox prefix under Sandbox) per carrier code; an entry with an
@@ -133,6 +134,24 @@ type Registry struct {
 	carriers map[string]Carrier
 }
 
+// MaxIdleConnsPerHost is how many idle connections the carriers' default
+// transport keeps per carrier host: an operation's batches buy dozens of
+// labels at once from one carrier, and the net/http default (2) would
+// open (and handshake) a connection for nearly every call.
+const MaxIdleConnsPerHost = 64
+
+// defaultTransport is http.DefaultTransport keeping MaxIdleConnsPerHost
+// idle connections per host.
+func defaultTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return t
+}
+
 // NewRegistry builds the adapters of every carrier code.
 func NewRegistry(cfg Config) *Registry {
 	if cfg.Now == nil {
@@ -147,6 +166,9 @@ func NewRegistry(cfg Config) *Registry {
 	}
 	if hc.Timeout == 0 {
 		hc.Timeout = DefaultHTTPTimeout
+	}
+	if hc.Transport == nil {
+		hc.Transport = defaultTransport()
 	}
 	if cfg.Sandbox {
 		if cfg.CarrierA.ClientID == "" {

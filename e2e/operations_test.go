@@ -406,11 +406,11 @@ func TestOperationWorkerKilledMidExecution(t *testing.T) {
 //	./scripts/test-postgres.sh go test ./e2e -run '^$' -bench OperationExecute -benchtime 1x
 //	FOS_BENCH_OPS_N=10000 ./scripts/test-postgres.sh go test ./e2e -run '^$' -bench OperationExecute -benchtime 1x -timeout 60m
 //
-// FOS_BENCH_OPS_PAR and FOS_BENCH_OPS_ITEM_PAR override the batches in
-// flight and the items at once per batch (defaults 4 and 8: more does not
-// go faster on 2 cores, where PostgreSQL and the embedded server share
-// the CPU); FOS_BENCH_SINGLE_N and FOS_BENCH_SINGLE_CLIENTS the single
-// path's calls and clients (defaults 1,000 and 8).
+// FOS_BENCH_OPS_PAR, FOS_BENCH_OPS_ITEM_PAR and FOS_BENCH_OPS_BATCH
+// override the batches in flight, the items at once per batch and the
+// items per batch (the defaults of workflows.NewOperationExecuteInput);
+// FOS_BENCH_SINGLE_N and FOS_BENCH_SINGLE_CLIENTS the single path's calls
+// and clients (defaults 1,000 and 8).
 func BenchmarkOperationExecute1000(b *testing.B) {
 	env := func(name string, def int) int {
 		if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -424,6 +424,9 @@ func BenchmarkOperationExecute1000(b *testing.B) {
 		}
 		if v, err := strconv.Atoi(os.Getenv("FOS_BENCH_OPS_ITEM_PAR")); err == nil {
 			in.ItemParallelism = v
+		}
+		if v, err := strconv.Atoi(os.Getenv("FOS_BENCH_OPS_BATCH")); err == nil {
+			in.BatchSize = v
 		}
 	})
 	w := o.startWorker()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -257,87 +258,136 @@ type BatchResult struct {
 	Processed int64  `json:"processed"`
 }
 
-// ProcessBatch claims up to Limit pending items of the executing operation
-// under the batch's claim, executes each and settles it with its result.
-// Run again (the worker died), it settles first the items it claimed and
-// left processing, without repeating their effect: a label is resolved
+// ProcessBatch executes up to Limit items of the executing operation
+// under the batch's claim, Parallelism at a time, and settles each with
+// its result. It claims the items as it goes (pending → processing, a
+// chunk of Parallelism items when the previous chunk is under way), so
+// that every batch keeps its Parallelism items going until no item is
+// pending, and no item waits claimed behind others. Run again (the worker
+// died), it settles first the items it claimed and left processing,
+// without repeating their effect: a label is resolved
 // (ResolveLabelPurchase: recorded, voided or left unknown), bought afresh
 // only when the carrier was provably never asked.
+//
+// The items of a batch share what they read (carrier accounts, origins,
+// rate snapshots, transformations: once per batch), and their results are
+// settled in chunks (one statement per settleChunk items, or per
+// settleEvery): an item's status moves with its result (shipment, cost,
+// error) in one statement. A result not yet settled when the worker dies
+// is found again by the batch's next attempt (the item is still
+// processing under the claim) and resolved from what was recorded.
 func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult, error) {
 	orgID := in.Actor.OrganizationID
-	claimed, resumed, err := store.ClaimItems(ctx, s.store.Pool, in.OperationID, in.Claim, in.Limit)
+	resumed, held, err := store.ClaimHeld(ctx, s.store.Pool, in.OperationID, in.Claim)
 	if err != nil {
 		return BatchResult{}, err
 	}
-	type job struct {
-		item    Item
-		resumed bool
-	}
-	jobs := make([]job, 0, len(claimed)+len(resumed))
-	for _, it := range resumed {
-		jobs = append(jobs, job{it, true})
-	}
-	for _, it := range claimed {
-		jobs = append(jobs, job{it, false})
-	}
-	res := BatchResult{Items: len(jobs), Resumed: len(resumed)}
 	par := in.Parallelism
 	if par <= 0 {
 		par = 8
 	}
 	actor := domain.Actor{Kind: domain.ActorOperation, ID: in.OperationID, OrganizationID: orgID, Name: "operation " + in.OperationID.String(), OnBehalfOf: &in.Actor}
+	b := s.newBatchRun(in.OperationID)
+	res := BatchResult{Resumed: len(resumed)}
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup
 		firstEr error
 		done    int
 	)
-	sem := make(chan struct{}, par)
-	for _, j := range jobs {
-		// A batch being stopped (its worker going away) starts no item:
-		// the items it holds stay processing for its next attempt.
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && firstEr == nil {
+			firstEr = err
+		}
+	}
+	type job struct {
+		item    Item
+		resumed bool
+	}
+	jobs := make(chan job)
+	for range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				// An item started runs to its end even when the batch is
+				// being stopped (a graceful shutdown): a purchase cut off
+				// mid-call would leave its outcome unknown.
+				r := s.executeItem(context.WithoutCancel(ctx), b, actor, in.Owner, j.item, j.resumed)
+				// The result is written even when the activity is being
+				// cancelled: the effect happened.
+				fail(b.settle(context.WithoutCancel(ctx), r))
+				mu.Lock()
+				switch r.Status {
+				case store.ItemCompleted:
+					res.Completed++
+				case store.ItemFailed:
+					res.Failed++
+				default:
+					res.Skipped++
+				}
+				done++
+				if in.Heartbeat != nil {
+					in.Heartbeat(done)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	// feed hands an item to a free worker; false when the batch is being
+	// stopped (its worker going away): it starts no more items, those it
+	// holds stay processing for its next attempt.
+	feed := func(j job) bool {
 		if ctx.Err() != nil {
+			return false
+		}
+		select {
+		case jobs <- j:
+			res.Items++
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	stopped := false
+	for _, it := range resumed {
+		if stopped = !feed(job{it, true}); stopped {
 			break
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(j job) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			// An item started runs to its end even when the batch is
-			// being stopped (a graceful shutdown): a purchase cut off
-			// mid-call would leave its outcome unknown.
-			r := s.executeItem(context.WithoutCancel(ctx), actor, in.Owner, j.item, j.resumed)
-			// The result is written even when the activity is being
-			// cancelled: the effect happened.
-			_, err := store.SettleItems(context.WithoutCancel(ctx), s.store.Pool, in.OperationID, []store.ItemResult{r})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstEr == nil {
-				firstEr = err
-			}
-			switch r.Status {
-			case store.ItemCompleted:
-				res.Completed++
-			case store.ItemFailed:
-				res.Failed++
-			default:
-				res.Skipped++
-			}
-			done++
-			if in.Heartbeat != nil {
-				in.Heartbeat(done)
-			}
-		}(j)
 	}
+	for !stopped && held < in.Limit {
+		claimed, err := store.ClaimMoreItems(ctx, s.store.Pool, in.OperationID, in.Claim, min(par, in.Limit-held))
+		if err != nil {
+			if ctx.Err() == nil {
+				fail(err)
+			}
+			break
+		}
+		if len(claimed) == 0 {
+			break // none pending, or the operation is no longer executing
+		}
+		held += len(claimed)
+		for _, it := range claimed {
+			if stopped = !feed(job{it, false}); stopped {
+				break
+			}
+		}
+	}
+	close(jobs)
 	wg.Wait()
+	fail(b.flush(context.WithoutCancel(ctx)))
 	if firstEr != nil {
 		return res, firstEr
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
-	op, err := store.OperationByID(ctx, s.store.Pool, orgID, in.OperationID)
+	// The batch that settles the last item ends the operation at once
+	// (FinishExecution: completed, or failed); the run's own
+	// FinishExecution then finds it ended.
+	op, err := s.FinishExecution(ctx, orgID, in.OperationID)
 	if err != nil {
 		return res, err
 	}
@@ -345,8 +395,93 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 	return res, nil
 }
 
+// Settling a batch's results: a chunk is written when it holds settleChunk
+// results or its oldest waited settleEvery.
+const (
+	settleChunk = 32
+	settleEvery = 500 * time.Millisecond
+)
+
+// batchRun is what the items of one batch share: the label purchases'
+// accounts and origins, the rate snapshots and transformations read once,
+// and the results waiting to be settled.
+type batchRun struct {
+	s          *Service
+	opID       uuid.UUID
+	purchases  *shipping.PurchaseBatch
+	transforms Transforms
+
+	snapMu sync.Mutex
+	snaps  map[uuid.UUID]*snapshotOnce
+
+	settleMu sync.Mutex
+	results  []store.ItemResult
+	since    time.Time
+}
+
+type snapshotOnce struct {
+	once sync.Once
+	snap store.RateSnapshot
+	err  error
+}
+
+func (s *Service) newBatchRun(opID uuid.UUID) *batchRun {
+	b := &batchRun{s: s, opID: opID, purchases: new(shipping.PurchaseBatch), transforms: s.transforms, snaps: map[uuid.UUID]*snapshotOnce{}}
+	if bt, ok := s.transforms.(BatchTransforms); ok {
+		b.transforms = bt.Batch()
+	}
+	return b
+}
+
+// snapshot reads a rate snapshot once per batch (an error is not kept).
+func (b *batchRun) snapshot(ctx context.Context, orgID, id uuid.UUID) (store.RateSnapshot, error) {
+	b.snapMu.Lock()
+	e := b.snaps[id]
+	if e == nil {
+		e = &snapshotOnce{}
+		b.snaps[id] = e
+	}
+	b.snapMu.Unlock()
+	e.once.Do(func() { e.snap, e.err = store.RateSnapshotByID(ctx, b.s.store.Pool, orgID, id) })
+	if e.err != nil && !errors.Is(e.err, store.ErrNotFound) {
+		b.snapMu.Lock()
+		delete(b.snaps, id)
+		b.snapMu.Unlock()
+	}
+	return e.snap, e.err
+}
+
+// settle queues an item's result and writes the chunk when it is due.
+func (b *batchRun) settle(ctx context.Context, r store.ItemResult) error {
+	b.settleMu.Lock()
+	if len(b.results) == 0 {
+		b.since = time.Now()
+	}
+	b.results = append(b.results, r)
+	var chunk []store.ItemResult
+	if len(b.results) >= settleChunk || time.Since(b.since) >= settleEvery {
+		chunk, b.results = b.results, nil
+	}
+	b.settleMu.Unlock()
+	if chunk == nil {
+		return nil
+	}
+	_, err := store.SettleItems(ctx, b.s.store.Pool, b.opID, chunk)
+	return err
+}
+
+// flush writes the results still queued.
+func (b *batchRun) flush(ctx context.Context) error {
+	b.settleMu.Lock()
+	chunk := b.results
+	b.results = nil
+	b.settleMu.Unlock()
+	_, err := store.SettleItems(ctx, b.s.store.Pool, b.opID, chunk)
+	return err
+}
+
 // executeItem runs one item's steps (CONTRACT 10) and says how it ended.
-func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner string, it Item, resumed bool) store.ItemResult {
+func (s *Service) executeItem(ctx context.Context, b *batchRun, actor domain.Actor, owner string, it Item, resumed bool) store.ItemResult {
 	orgID := actor.OrganizationID
 	fail := func(msg string) store.ItemResult {
 		m := domain.TenantText(msg)
@@ -354,8 +489,8 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 	}
 	did := false
 	// (1) before_operation, not again for an item resumed (it ran).
-	if s.transforms != nil && !resumed {
-		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerBeforeOperation); err != nil {
+	if b.transforms != nil && !resumed {
+		if err := b.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerBeforeOperation); err != nil {
 			return fail("before_operation transformation failed: " + errText(err))
 		}
 	}
@@ -365,7 +500,7 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 		if s.labels == nil {
 			return fail("labels cannot be bought: the shipping service is not configured")
 		}
-		lp, err := s.buyLabel(ctx, actor, owner, it, resumed)
+		lp, err := s.buyLabel(ctx, b, actor, owner, it, resumed)
 		if err != nil {
 			return fail(errText(err))
 		}
@@ -395,8 +530,8 @@ func (s *Service) executeItem(ctx context.Context, actor domain.Actor, owner str
 		}
 	}
 	// (4) after_operation.
-	if s.transforms != nil {
-		if err := s.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerAfterOperation); err != nil {
+	if b.transforms != nil {
+		if err := b.transforms.TransformOrder(ctx, orgID, it.OrderID, it.ID, TriggerAfterOperation); err != nil {
 			return withShipment(fail("after_operation transformation failed: "+errText(err)), out)
 		}
 	}
@@ -428,7 +563,7 @@ func errText(err error) string {
 
 // buyLabel buys the item's label (its shipment's id is the item's id, so
 // the same item never buys two labels); an item resumed is resolved first.
-func (s *Service) buyLabel(ctx context.Context, actor domain.Actor, owner string, it Item, resumed bool) (shipping.LabelPurchase, error) {
+func (s *Service) buyLabel(ctx context.Context, b *batchRun, actor domain.Actor, owner string, it Item, resumed bool) (shipping.LabelPurchase, error) {
 	if resumed {
 		lp, err := s.labels.ResolveLabelPurchase(ctx, actor, it.ID)
 		switch {
@@ -440,11 +575,11 @@ func (s *Service) buyLabel(ctx context.Context, actor domain.Actor, owner string
 			return lp, err
 		}
 	}
-	in, err := s.shipmentFor(ctx, actor, it)
+	in, err := s.shipmentFor(ctx, b, actor, it)
 	if err != nil {
 		return shipping.LabelPurchase{}, err
 	}
-	return s.labels.PurchaseLabel(ctx, actor, shipping.PurchaseLabelInput{Owner: owner, Shipment: in})
+	return s.labels.PurchaseLabel(ctx, actor, shipping.PurchaseLabelInput{Owner: owner, Shipment: in, Batch: b.purchases})
 }
 
 // Default box of a package whose size is not known (inches).
@@ -452,12 +587,12 @@ const defaultLength, defaultWidth, defaultHeight = 12.0, 10.0, 6.0
 
 // shipmentFor is the shipment an item buys: with its snapshot's account,
 // service and packages, else with its carrier account's cheapest quote.
-func (s *Service) shipmentFor(ctx context.Context, actor domain.Actor, it Item) (shipping.CreateShipmentInput, error) {
+func (s *Service) shipmentFor(ctx context.Context, b *batchRun, actor domain.Actor, it Item) (shipping.CreateShipmentInput, error) {
 	in := shipping.CreateShipmentInput{ID: it.ID, OrderID: it.OrderID,
 		Metadata: json.RawMessage(fmt.Sprintf(`{"operationId":%q,"operationItemId":%q}`, it.OperationID, it.ID))}
 	var pkgs []shipping.RatePackage
 	if it.RateSnapshotID != nil {
-		snap, err := store.RateSnapshotByID(ctx, s.store.Pool, actor.OrganizationID, *it.RateSnapshotID)
+		snap, err := b.snapshot(ctx, actor.OrganizationID, *it.RateSnapshotID)
 		if errors.Is(err, store.ErrNotFound) {
 			return in, domain.InvalidField("rateSnapshotId", "the rate snapshot no longer exists")
 		}

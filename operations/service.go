@@ -94,6 +94,14 @@ type Transforms interface {
 	TransformOrder(ctx context.Context, orgID, orderID, key uuid.UUID, trigger string) error
 }
 
+// BatchTransforms is Transforms that can serve a batch of items: Batch
+// gives the Transforms of one batch, which reads each trigger point's
+// transformations once instead of once per item.
+type BatchTransforms interface {
+	Transforms
+	Batch() Transforms
+}
+
 // Deps are the Service's dependencies.
 type Deps struct {
 	Store  *store.Store

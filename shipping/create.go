@@ -180,6 +180,11 @@ type plannedShipment struct {
 // active carrier account that sells labels, the order's shipping address
 // and a ship-from address.
 func (s *Service) plan(ctx context.Context, orgID uuid.UUID, in CreateShipmentInput) (plannedShipment, error) {
+	return s.planIn(ctx, orgID, in, nil)
+}
+
+// planIn is plan with the accounts and origins of a batch (nil: none).
+func (s *Service) planIn(ctx context.Context, orgID uuid.UUID, in CreateShipmentInput, b *PurchaseBatch) (plannedShipment, error) {
 	if v := in.Validate(); len(v) > 0 {
 		return plannedShipment{}, v.Err()
 	}
@@ -190,7 +195,7 @@ func (s *Service) plan(ctx context.Context, orgID uuid.UUID, in CreateShipmentIn
 	if err != nil {
 		return plannedShipment{}, err
 	}
-	acct, err := s.activeAccount(ctx, orgID, in.CarrierAccountID, "carrier_account_id")
+	acct, err := b.account(ctx, s, orgID, in.CarrierAccountID, "carrier_account_id")
 	if err != nil {
 		return plannedShipment{}, err
 	}
@@ -204,7 +209,7 @@ func (s *Service) plan(ctx context.Context, orgID uuid.UUID, in CreateShipmentIn
 	var shipFrom Address
 	if in.ShipFrom != nil {
 		shipFrom = *in.ShipFrom
-	} else if shipFrom, err = s.defaultShipFrom(ctx, orgID, order.BridgeID); err != nil {
+	} else if shipFrom, err = b.origin(ctx, s, orgID, order.BridgeID); err != nil {
 		return plannedShipment{}, err
 	}
 	shipDate := Today()
@@ -251,10 +256,7 @@ func (s *Service) insertPending(ctx context.Context, p plannedShipment) (store.S
 // field of the input: Invalid when it is not the organization's, 400
 // carrier_account_not_active when it is not active.
 func (s *Service) activeAccount(ctx context.Context, orgID, id uuid.UUID, field string) (store.CarrierAccount, error) {
-	acct, err := store.CarrierAccountByID(ctx, s.store.Pool, orgID, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return acct, domain.InvalidField(field, "must be a carrier account of this organization")
-	}
+	acct, err := s.activeAccountRow(ctx, orgID, id, field)
 	if err != nil {
 		return acct, err
 	}
@@ -262,6 +264,15 @@ func (s *Service) activeAccount(ctx context.Context, orgID, id uuid.UUID, field 
 		return acct, accountNotActive(acct)
 	}
 	return acct, nil
+}
+
+// activeAccountRow is activeAccount without the status check.
+func (s *Service) activeAccountRow(ctx context.Context, orgID, id uuid.UUID, field string) (store.CarrierAccount, error) {
+	acct, err := store.CarrierAccountByID(ctx, s.store.Pool, orgID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return acct, domain.InvalidField(field, "must be a carrier account of this organization")
+	}
+	return acct, err
 }
 
 func accountNotActive(acct store.CarrierAccount) *domain.Error {

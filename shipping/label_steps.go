@@ -154,20 +154,26 @@ func LabelDoc(l *carriers.Label) store.ShipmentLabelDoc {
 // meanwhile, or holding another label, is ErrTypePurchaseGone: the label
 // must then be voided.
 func (s *Service) RecordLabel(ctx context.Context, orgID, shipmentID uuid.UUID, label store.ShipmentLabelDoc) error {
+	_, err := s.recordLabel(ctx, orgID, shipmentID, label)
+	return err
+}
+
+// recordLabel is RecordLabel, answering the shipment as recorded.
+func (s *Service) recordLabel(ctx context.Context, orgID, shipmentID uuid.UUID, label store.ShipmentLabelDoc) (Shipment, error) {
 	sh, err := store.CompleteShipmentLabel(ctx, s.store.Pool, orgID, shipmentID, label)
 	if errors.Is(err, store.ErrNotFound) {
-		return purchaseGone("the shipment was deleted while its label was being bought")
+		return sh, purchaseGone("the shipment was deleted while its label was being bought")
 	}
 	if errors.Is(err, store.ErrLabelStashMissing) {
-		return purchaseGone("the label's documents were lost before it was recorded")
+		return sh, purchaseGone("the label's documents were lost before it was recorded")
 	}
 	if err != nil {
-		return fmt.Errorf("record the label of shipment %s: %w", shipmentID, err)
+		return sh, fmt.Errorf("record the label of shipment %s: %w", shipmentID, err)
 	}
 	if !label.Recorded(sh) {
-		return purchaseGone("the shipment is " + sh.Status + " without this label; it cannot take it")
+		return sh, purchaseGone("the shipment is " + sh.Status + " without this label; it cannot take it")
 	}
-	return nil
+	return sh, nil
 }
 
 // VoidLabel voids a bought label that could not be recorded (the

@@ -104,6 +104,9 @@ type PurchaseLabelInput struct {
 	// the same item always names the same shipment, so that calling again
 	// never buys a second label.
 	Shipment CreateShipmentInput
+	// Batch, when set, is shared by the purchases of one batch (accounts
+	// and origins read once).
+	Batch *PurchaseBatch
 }
 
 // LabelPurchase is the outcome of PurchaseLabel and ResolveLabelPurchase.
@@ -129,10 +132,12 @@ type LabelPurchase struct {
 //     its purchase owner (a shipment already holding its label is returned
 //     as done: nothing is bought again);
 //   - asks the carrier once, marking the shipment first
-//     (label_requested_at); a call that never reached the carrier is
-//     repeated a few times, nothing else is;
-//   - stashes the documents as soon as the carrier answers and records
-//     the label; a label that cannot be recorded is voided;
+//     (label_requested_at; a shipment inserted afresh is inserted marked);
+//     a call that never reached the carrier is repeated a few times,
+//     nothing else is;
+//   - records the label as soon as the carrier answers (a shipment found,
+//     not created, stashes the documents first, as BuyLabel does); a label
+//     that cannot be recorded is voided;
 //   - when the carrier's answer is lost, looks the label up (stash, then
 //     the carrier's lookup by reference) and voids what is found, else
 //     leaves the shipment as exception with the reason.
@@ -159,22 +164,53 @@ func (s *Service) PurchaseLabel(ctx context.Context, actor domain.Actor, in Purc
 		return LabelPurchase{}, domain.InvalidField("id", "is required: the stable id of the shipment to buy")
 	}
 	orgID := actor.OrganizationID
-	p, err := s.plan(ctx, orgID, in.Shipment)
+	p, err := s.planIn(ctx, orgID, in.Shipment, in.Batch)
 	if err != nil {
 		return LabelPurchase{}, err
 	}
 	owner := in.Owner
 	p.row.PurchaseOwner = &owner
-	cur, _, err := s.insertPending(ctx, p)
+	// The adapter is opened before the shipment is inserted: a shipment
+	// inserted afresh is marked as asked of the carrier in the same
+	// statement, and the carrier is asked next.
+	carrier, acct, aerr := in.Batch.adapter(ctx, s, orgID, p.account.ID)
+	if aerr == nil {
+		p.row.LabelRequestedAt = &time.Time{}
+	}
+	cur, created, err := s.insertPending(ctx, p)
 	if err != nil {
 		return LabelPurchase{}, err
 	}
 	if cur.HasLabel() {
 		return LabelPurchase{Shipment: cur, Result: PurchaseResult{ID: cur.ID.String(), Outcome: PurchaseDone, Reference: deref(cur.TrackingNumber)}}, nil
 	}
+	if created && aerr == nil {
+		// Just created: nothing was stashed for it, nobody else buys it.
+		return s.runDirect(ctx, orgID, p.account, cur.ID, func(ctx context.Context) (BuyLabelResult, error) {
+			return s.buyMarked(ctx, orgID, cur.ID, carrier, acct, p.request)
+		})
+	}
 	return s.runDirect(ctx, orgID, p.account, cur.ID, func(ctx context.Context) (BuyLabelResult, error) {
 		return s.BuyLabel(ctx, BuyLabelInput{OrganizationID: orgID, ShipmentID: cur.ID, CarrierAccountID: p.account.ID, Request: p.request})
 	})
+}
+
+// buyMarked is the buy step of a shipment PurchaseLabel just inserted,
+// marked as asked of the carrier (label_requested_at): BuyLabel without
+// what cannot be there yet (a recorded or stashed label), asking the
+// carrier once. The documents are not stashed: they travel in memory to
+// the record step, which stores them in one statement, the first write
+// after the carrier's answer either way; a label that cannot be recorded
+// is voided (runDirect's course).
+func (s *Service) buyMarked(ctx context.Context, orgID, shipmentID uuid.UUID, carrier carriers.Carrier, acct carriers.Account, req carriers.LabelRequest) (BuyLabelResult, error) {
+	req.Reference = shipmentID.String()
+	l, err := carrier.CreateLabel(ctx, acct, req)
+	if err != nil {
+		s.log.WarnContext(ctx, "label purchase failed", "organization_id", orgID, "shipment_id", shipmentID, "error", err.Error())
+		return BuyLabelResult{}, carrierCallError(err)
+	}
+	s.log.InfoContext(ctx, "label bought", "organization_id", orgID, "shipment_id", shipmentID, "tracking_number", l.TrackingNumber)
+	return BuyLabelResult{Label: LabelDoc(l)}, nil
 }
 
 // ResolveLabelPurchase settles the label purchase of a shipment whose
@@ -289,7 +325,10 @@ func (s *Service) runDirect(ctx context.Context, orgID uuid.UUID, acct store.Car
 	buy func(context.Context) (BuyLabelResult, error)) (LabelPurchase, error) {
 	// What follows the carrier's answer runs even when ctx is cancelled.
 	dctx := context.WithoutCancel(ctx)
-	var bought BuyLabelResult
+	var (
+		bought   BuyLabelResult
+		recorded *Shipment
+	)
 	course := Course{
 		ID: id.String(), Words: LabelWords, Unknown: LabelUnknownMessage,
 		Buy: func() (string, []string, bool, error) {
@@ -301,7 +340,13 @@ func (s *Service) runDirect(ctx context.Context, orgID uuid.UUID, acct store.Car
 			return bought.Label.TrackingNumber, nil, bought.AlreadyRecorded, err
 		},
 		Record: func() error {
-			return retryStep(dctx, func(ctx context.Context) error { return s.RecordLabel(ctx, orgID, id, bought.Label) })
+			return retryStep(dctx, func(ctx context.Context) error {
+				sh, err := s.recordLabel(ctx, orgID, id, bought.Label)
+				if err == nil {
+					recorded = &sh
+				}
+				return err
+			})
 		},
 		Undo: func(ref string) error {
 			return retryStep(dctx, func(ctx context.Context) error { return s.VoidLabel(ctx, orgID, acct.ID, ref) })
@@ -342,8 +387,13 @@ func (s *Service) runDirect(ctx context.Context, orgID uuid.UUID, acct store.Car
 		}
 		return out, PurchaseFailure(acct.Carrier+" could not create the label", res, serviceRefusalField)
 	}
-	sh, err := store.ShipmentByID(dctx, s.store.Pool, orgID, id)
-	if err != nil {
+	var (
+		sh  Shipment
+		err error
+	)
+	if recorded != nil {
+		sh = *recorded
+	} else if sh, err = store.ShipmentByID(dctx, s.store.Pool, orgID, id); err != nil {
 		return LabelPurchase{Result: res}, err
 	}
 	if sh.OrderID != nil {

@@ -105,6 +105,11 @@ func (s *Service) accountAdapter(ctx context.Context, orgID, acctID uuid.UUID, a
 	if err != nil {
 		return nil, carriers.Account{}, notCalledYet(ErrTypeCarrierNotSent, "read the carrier account", fmt.Errorf("read carrier account %s: %w", acctID, err))
 	}
+	return s.adapterOf(acct, active)
+}
+
+// adapterOf is accountAdapter of an account read.
+func (s *Service) adapterOf(acct store.CarrierAccount, active bool) (carriers.Carrier, carriers.Account, error) {
 	if active && acct.Status != store.CarrierAccountActive {
 		return nil, carriers.Account{}, refusedBeforeCall("carrier_account_not_active", fmt.Sprintf("carrier account %q is %s; only an active account can be used", acct.Name, acct.Status))
 	}

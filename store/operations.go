@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -672,27 +674,51 @@ func FinishUndo(ctx context.Context, db DBTX, id uuid.UUID) error {
 // did not settle (Resumed). Nothing is claimed unless the operation is
 // executing.
 func ClaimItems(ctx context.Context, db DBTX, opID uuid.UUID, claim string, limit int) (claimed []OperationItem, resumed []OperationItem, err error) {
-	rows, _ := db.Query(ctx, `SELECT `+itemCols+` FROM operation_items i WHERE i.operation_id = $1 AND i.claim = $2 AND i.status = 'processing' ORDER BY i.seq`, opID, claim)
-	resumed, err = pgx.CollectRows(rows, pgx.RowToStructByName[OperationItem])
+	resumed, held, err := ClaimHeld(ctx, db, opID, claim)
 	if err != nil {
-		return nil, nil, mapErr(err)
-	}
-	var held int
-	if err := db.QueryRow(ctx, `SELECT count(*) FROM operation_items WHERE operation_id = $1 AND claim = $2`, opID, claim).Scan(&held); err != nil {
-		return nil, nil, mapErr(err)
+		return nil, nil, err
 	}
 	if n := limit - held; n > 0 {
-		rows, _ = db.Query(ctx, `UPDATE operation_items i SET status = 'processing', claim = $2, updated_at = now()
+		claimed, err = ClaimMoreItems(ctx, db, opID, claim, n)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return claimed, resumed, nil
+}
+
+// ClaimHeld is what a claim holds: its items still processing (a previous
+// attempt of the batch claimed them and did not settle them), in order,
+// and how many items it ever claimed (settled or not).
+func ClaimHeld(ctx context.Context, db DBTX, opID uuid.UUID, claim string) (processing []OperationItem, held int, err error) {
+	rows, _ := db.Query(ctx, `SELECT `+itemCols+` FROM operation_items i WHERE i.operation_id = $1 AND i.claim = $2 AND i.status = 'processing' ORDER BY i.seq`, opID, claim)
+	processing, err = pgx.CollectRows(rows, pgx.RowToStructByName[OperationItem])
+	if err != nil {
+		return nil, 0, mapErr(err)
+	}
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM operation_items WHERE operation_id = $1 AND claim = $2`, opID, claim).Scan(&held); err != nil {
+		return nil, 0, mapErr(err)
+	}
+	return processing, held, nil
+}
+
+// ClaimMoreItems moves up to n more pending items of an executing
+// operation to processing under claim (in order; items locked by another
+// claim are skipped) and returns them. Nothing is claimed unless the
+// operation is executing.
+func ClaimMoreItems(ctx context.Context, db DBTX, opID uuid.UUID, claim string, n int) ([]OperationItem, error) {
+	rows, _ := db.Query(ctx, `UPDATE operation_items i SET status = 'processing', claim = $2, updated_at = now()
   FROM (SELECT id FROM operation_items WHERE operation_id = $1 AND status = 'pending'
           AND EXISTS (SELECT 1 FROM operations WHERE id = $1 AND status = 'executing')
         ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED) x
  WHERE i.id = x.id RETURNING `+itemCols, opID, claim, n)
-		claimed, err = pgx.CollectRows(rows, pgx.RowToStructByName[OperationItem])
-		if err != nil {
-			return nil, nil, mapErr(err)
-		}
+	claimed, err := pgx.CollectRows(rows, pgx.RowToStructByName[OperationItem])
+	if err != nil {
+		return nil, mapErr(err)
 	}
-	return claimed, resumed, nil
+	// RETURNING gives no order: the claim's items go in sequence.
+	slices.SortFunc(claimed, func(a, b OperationItem) int { return cmp.Compare(a.Seq, b.Seq) })
+	return claimed, nil
 }
 
 // ItemResult is how an item's execution ended.

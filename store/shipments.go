@@ -93,7 +93,10 @@ const shipmentFrom = ` FROM shipments s LEFT JOIN shipment_labels l ON l.shipmen
 // the organization's (ErrNotFound otherwise); its bridge is copied. When a
 // shipment with that id already exists (a client's retry of the same
 // request, see the API's Idempotency-Key), it is returned as it is and
-// created is false.
+// created is false. A LabelRequestedAt set (any time) inserts the shipment
+// marked as asked of the carrier now (MarkLabelRequested in the same
+// statement), for a caller that calls the carrier next; a shipment found
+// is not marked.
 func InsertPendingShipment(ctx context.Context, db DBTX, sh Shipment) (out Shipment, created bool, err error) {
 	if sh.Metadata == nil {
 		sh.Metadata = json.RawMessage(`{}`)
@@ -105,15 +108,17 @@ func InsertPendingShipment(ctx context.Context, db DBTX, sh Shipment) (out Shipm
 WITH s AS (
   INSERT INTO shipments (id, organization_id, order_id, bridge_id, carrier_account_id, carrier, service, status,
                          ship_date, ship_from, ship_to, parcels, metadata, ship_from_lat, ship_from_lng, ship_to_lat, ship_to_lng,
-                         purchase_owner)
-  SELECT $1, o.organization_id, o.id, o.bridge_id, $4, $5, $6, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16
+                         purchase_owner, label_requested_at)
+  SELECT $1, o.organization_id, o.id, o.bridge_id, $4, $5, $6, 'pending', $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+         CASE WHEN $17::bool THEN now() END
     FROM orders o WHERE o.organization_id = $2 AND o.id = $3
   ON CONFLICT (id) DO NOTHING
   RETURNING *
 )
 SELECT `+shipmentCols+` FROM s LEFT JOIN shipment_labels l ON false`,
 		sh.ID, sh.OrganizationID, sh.OrderID, sh.CarrierAccountID, sh.Carrier, sh.Service,
-		sh.ShipDate, sh.ShipFrom, sh.ShipTo, sh.Parcels, sh.Metadata, sh.ShipFromLat, sh.ShipFromLng, sh.ShipToLat, sh.ShipToLng, sh.PurchaseOwner)
+		sh.ShipDate, sh.ShipFrom, sh.ShipTo, sh.Parcels, sh.Metadata, sh.ShipFromLat, sh.ShipFromLng, sh.ShipToLat, sh.ShipToLng, sh.PurchaseOwner,
+		sh.LabelRequestedAt != nil)
 	out, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Shipment])
 	if err == nil {
 		return out, true, nil
@@ -316,29 +321,35 @@ func CompleteShipmentLabel(ctx context.Context, db DBTX, orgID, id uuid.UUID, l 
 	if l.Pieces == nil {
 		l.Pieces = [][]byte{}
 	}
-	_, err := db.Exec(ctx, `
+	// The shipment as recorded comes back from the same statement; a
+	// shipment that was not pending (nothing updated) is read after it.
+	rows, _ := db.Query(ctx, `
 WITH u AS (
   UPDATE shipments
      SET status = 'label_created', tracking_number = $3, rate_amount = $4, rate_currency = $5,
          ship_date = coalesce($6::date, ship_date), carrier_response = $7, updated_at = now()
    WHERE organization_id = $1 AND id = $2 AND status = 'pending'
-  RETURNING id, organization_id
+  RETURNING *
 ), st AS (
   DELETE FROM shipment_label_stash WHERE shipment_id = (SELECT id FROM u) AND tracking_number = $3 RETURNING document, piece_documents
+), l AS (
+  INSERT INTO shipment_labels (shipment_id, organization_id, format, content_type, document, tracking_numbers, piece_documents)
+  SELECT u.id, u.organization_id, $8, $9,
+         CASE WHEN $13::bool THEN st.document ELSE $10 END, $11, CASE WHEN $13::bool THEN st.piece_documents ELSE $12 END
+    FROM u LEFT JOIN st ON true
+  ON CONFLICT (shipment_id) DO NOTHING
+  RETURNING shipment_id, format, content_type, piece_documents
 )
-INSERT INTO shipment_labels (shipment_id, organization_id, format, content_type, document, tracking_numbers, piece_documents)
-SELECT u.id, u.organization_id, $8, $9,
-       CASE WHEN $13::bool THEN st.document ELSE $10 END, $11, CASE WHEN $13::bool THEN st.piece_documents ELSE $12 END
-  FROM u LEFT JOIN st ON true
-ON CONFLICT (shipment_id) DO NOTHING`,
+SELECT `+shipmentCols+` FROM u s JOIN l ON l.shipment_id = s.id`,
 		orgID, id, l.TrackingNumber, l.RateAmount, l.RateCurrency, l.ShipDate, l.CarrierResponse,
 		l.Format, l.ContentType, l.Document, l.TrackingNumbers, l.Pieces, l.Stashed)
+	out, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Shipment])
 	var pgErr *pgconn.PgError
 	if l.Stashed && errors.As(err, &pgErr) && pgErr.Code == "23502" && pgErr.ColumnName == "document" {
 		return Shipment{}, ErrLabelStashMissing
 	}
-	if err != nil {
-		return Shipment{}, mapErr(err)
+	if err = mapErr(err); err != ErrNotFound {
+		return out, err
 	}
 	return ShipmentByID(ctx, db, orgID, id)
 }

@@ -58,6 +58,21 @@ func TestStoreShipmentLabelLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, "FEDEX_GROUND", again.Service)
+	require.Nil(t, again.LabelRequestedAt, "not marked as asked of the carrier")
+
+	// A batch's purchase inserts the shipment marked as asked of the
+	// carrier (it calls the carrier next); a shipment found is not marked.
+	marked, created, err := store.InsertPendingShipment(ctx, s.Pool, store.Shipment{ID: uuid.New(), OrganizationID: orgID, OrderID: &orderID,
+		Carrier: "carrier_a", Service: "X", LabelRequestedAt: &time.Time{}})
+	require.NoError(t, err)
+	require.True(t, created)
+	require.NotNil(t, marked.LabelRequestedAt)
+	require.WithinDuration(t, time.Now(), *marked.LabelRequestedAt, time.Minute)
+	again, created, err = store.InsertPendingShipment(ctx, s.Pool, store.Shipment{ID: sh.ID, OrganizationID: orgID, OrderID: &orderID,
+		Carrier: "carrier_a", Service: "X", LabelRequestedAt: &time.Time{}})
+	require.NoError(t, err)
+	require.False(t, created)
+	require.Nil(t, again.LabelRequestedAt)
 
 	doc := store.ShipmentLabelDoc{TrackingNumber: "700000000001", RateAmount: 12.34, RateCurrency: "USD", Format: "PDF",
 		ContentType: "application/pdf", Document: []byte("%PDF-1"), CarrierResponse: json.RawMessage(`{"zone":"8"}`)}

@@ -100,6 +100,16 @@ func ActiveTransformations(ctx context.Context, db DBTX, orgID uuid.UUID, bridge
 	return out, mapErr(err)
 }
 
+// ActiveTransformationsOfTrigger is every active transformation of a
+// trigger point of the organization, whatever its bridge, in the order
+// they run (a caller picks each bridge's own and the global ones).
+func ActiveTransformationsOfTrigger(ctx context.Context, db DBTX, orgID uuid.UUID, trigger string) ([]Transformation, error) {
+	rows, _ := db.Query(ctx, `SELECT `+transformationCols+` FROM transformations
+ WHERE organization_id = $1 AND trigger_point = $2 AND is_active`+transformationOrder, orgID, trigger)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Transformation])
+	return out, mapErr(err)
+}
+
 // TransformationPatch is an update; nil fields are left as they are.
 // ClearBridge makes the transformation global (BridgeID is then ignored).
 type TransformationPatch struct {

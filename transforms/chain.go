@@ -45,6 +45,45 @@ func (s *Service) Load(ctx context.Context, orgID uuid.UUID, bridgeID *uuid.UUID
 	return &Chain{Trigger: trigger, sb: s.Sandbox, org: orgID, list: list}, nil
 }
 
+// ChainSet is a trigger point's active transformations of an organization,
+// every bridge's, loaded once (one query) for a caller that applies them
+// to records of many bridges (a batch of an operation): For gives the
+// chain of one bridge. Safe for concurrent use.
+type ChainSet struct {
+	Trigger string
+	sb      *sandbox.Sandbox
+	org     uuid.UUID
+	list    []store.Transformation
+}
+
+// LoadAll loads the ChainSet of a trigger point; err when the
+// transformations could not be read (retry).
+func (s *Service) LoadAll(ctx context.Context, orgID uuid.UUID, trigger string) (*ChainSet, error) {
+	list, err := store.ActiveTransformationsOfTrigger(ctx, s.DB, orgID, trigger)
+	if err != nil {
+		return &ChainSet{Trigger: trigger}, fmt.Errorf("load %s transformations: %w", trigger, err)
+	}
+	return &ChainSet{Trigger: trigger, sb: s.Sandbox, org: orgID, list: list}, nil
+}
+
+// Empty reports whether no bridge has a transformation.
+func (c *ChainSet) Empty() bool { return c == nil || len(c.list) == 0 }
+
+// For is the chain of a bridge (nil: none): the global transformations and
+// the bridge's own, in the order they run, as Load gives it.
+func (c *ChainSet) For(bridgeID *uuid.UUID) *Chain {
+	if c == nil {
+		return &Chain{}
+	}
+	var list []store.Transformation
+	for _, t := range c.list {
+		if t.BridgeID == nil || bridgeID != nil && *t.BridgeID == *bridgeID {
+			list = append(list, t)
+		}
+	}
+	return &Chain{Trigger: c.Trigger, sb: c.sb, org: c.org, list: list}
+}
+
 // Load returns an empty chain.
 func (Noop) Load(_ context.Context, _ uuid.UUID, _ *uuid.UUID, trigger string) (*Chain, error) {
 	return &Chain{Trigger: trigger}, nil

@@ -197,6 +197,40 @@ func TestLoadChainOnceAppliesLikeApply(t *testing.T) {
 	require.True(t, none.Empty())
 }
 
+// LoadAll reads every bridge's transformations of a trigger once; For
+// gives each bridge the chain Load gives it.
+func TestLoadAllChainSetPerBridge(t *testing.T) {
+	f := newFixture(t)
+	svc := transforms.New(f.s.Pool, nil)
+	ctx := t.Context()
+	none, err := svc.LoadAll(ctx, f.org, transforms.BeforeOperation)
+	require.NoError(t, err)
+	require.True(t, none.Empty())
+	require.True(t, none.For(&f.bridge).Empty())
+
+	f.add("global", transforms.BeforeOperation, nil, 1, true, appendStep("global"))
+	f.add("bridge", transforms.BeforeOperation, &f.bridge, 2, true, appendStep("bridge"))
+	f.add("inactive", transforms.BeforeOperation, nil, 3, false, appendStep("inactive"))
+	f.add("other trigger", transforms.AfterOperation, nil, 4, true, appendStep("after"))
+	set, err := svc.LoadAll(ctx, f.org, transforms.BeforeOperation)
+	require.NoError(t, err)
+	require.False(t, set.Empty())
+	other := uuid.New()
+	for _, bridge := range []*uuid.UUID{&f.bridge, &other, nil} {
+		want, err := svc.Load(ctx, f.org, bridge, transforms.BeforeOperation)
+		require.NoError(t, err)
+		chain := set.For(bridge)
+		require.Equal(t, want.Len(), chain.Len())
+		gotOut, _, err := chain.Apply(ctx, []byte(`{}`))
+		require.NoError(t, err)
+		wantOut, _, err := want.Apply(ctx, []byte(`{}`))
+		require.NoError(t, err)
+		require.JSONEq(t, string(wantOut), string(gotOut))
+	}
+	require.Equal(t, 2, set.For(&f.bridge).Len())
+	require.Equal(t, 1, set.For(nil).Len())
+}
+
 // A page of records goes through the chain in one request per
 // transformation: results in order, a record that fails stays untouched
 // and stops there, the others go on through the rest of the chain.

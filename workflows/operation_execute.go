@@ -45,7 +45,7 @@ const (
 
 // Defaults of the execution's tuning, pinned in the input.
 const (
-	DefaultOperationBatchSize       = 100
+	DefaultOperationBatchSize       = 200
 	DefaultOperationParallelism     = 4
 	DefaultOperationItemParallelism = 8
 	DefaultOperationBatchesPerRun   = 200
