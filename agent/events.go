@@ -91,6 +91,9 @@ func (s *Standing) Fire(ctx context.Context, orgID uuid.UUID, trigger string, id
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	if listening, known := rules.StandingKnown(ctx, trigger); known && !listening {
+		return nil, nil // the caller asked with its write: none listens
+	}
 	orders, err := store.ListAgentStandingOrders(ctx, s.store.Pool, orgID, trigger)
 	if err != nil || len(orders) == 0 {
 		return nil, err

@@ -59,6 +59,11 @@ func TestStandingOrdersFireOnceOnEvents(t *testing.T) {
 
 	f.standingOrder(svc, "Note big orders", rules.EventOrderCreated, `[{"field": "total", "operator": "greater_than", "value": 5}]`,
 		`[{"tool": "add_order_note", "input": {"order_id": "{{id}}", "note": "big order {{orderNumber}}"}}]`)
+	// A caller that asked with its write (store.CreateOrderProbeEvents)
+	// and found none spares the query; its answer is for that event only.
+	got, err = ev.Fire(rules.WithStandingKnown(ctx, rules.EventOrderCreated, false), f.org, rules.EventOrderCreated, []uuid.UUID{f.order})
+	require.NoError(t, err)
+	require.Empty(t, got, "told none listens")
 	small, other, otherOrder := uuid.New(), uuid.New(), uuid.New()
 	f.insertOrder(f.org, small, 3)
 	f.insertOrg(other)

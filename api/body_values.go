@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,21 +58,6 @@ func (f bodyFields) boolean(key string, required bool) *bool {
 		return nil
 	}
 	return &b
-}
-
-// timestamp is an optional ISO 8601 timestamp (a date alone is midnight UTC).
-func (f bodyFields) timestamp(key string) *time.Time {
-	s := f.str(key, false, 64)
-	if s == nil {
-		return nil
-	}
-	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, *s); err == nil {
-			return &t
-		}
-	}
-	f.v.add(f.name(key), "must be an ISO 8601 timestamp")
-	return nil
 }
 
 // optionalBody decodes a body that may be empty.
@@ -136,4 +122,113 @@ func (f bodyFields) uuids(key string, required bool) []uuid.UUID {
 		out = append(out, u)
 	}
 	return out
+}
+
+// Lenient readers of a body the document has checked (decodeCheckedJSON):
+// a value of the wrong type reads as absent, or as a value the domain
+// refuses, and the schema's detail names it.
+
+// textOf is a string value trimmed ("" when it is none).
+func textOf(raw any) string {
+	s, _ := raw.(string)
+	return strings.TrimSpace(s)
+}
+
+// optionalText is a trimmed string value, nil when it is none or blank.
+func optionalText(raw any) *string {
+	if s := textOf(raw); s != "" {
+		return &s
+	}
+	return nil
+}
+
+// uuidOf is a UUID value (uuid.Nil when it is none).
+func uuidOf(raw any) uuid.UUID {
+	id, err := uuid.Parse(textOf(raw))
+	if err != nil {
+		return uuid.Nil
+	}
+	return id
+}
+
+// numberOf is a number value: NaN when it is none, which every bound of
+// the domain refuses.
+func numberOf(raw any) float64 {
+	n, ok := rateNumber(raw)
+	if !ok {
+		return math.NaN()
+	}
+	return n
+}
+
+// objectOf is an object value (nil when it is none).
+func objectOf(raw any) map[string]any {
+	m, _ := raw.(map[string]any)
+	return m
+}
+
+// rawTextOf is rawText's lenient reader: "" for null, nil when not a
+// string.
+func rawTextOf(raw any) *string {
+	if raw == nil {
+		empty := ""
+		return &empty
+	}
+	if s, ok := raw.(string); ok {
+		return &s
+	}
+	return nil
+}
+
+// integerOf is integer's lenient reader (nil when not a number; a
+// fraction is truncated, huge values are clamped).
+func integerOf(raw any) *int {
+	n, ok := rateNumber(raw)
+	if !ok {
+		return nil
+	}
+	i := int(math.Max(math.Min(math.Trunc(n), math.MaxInt32), math.MinInt32))
+	return &i
+}
+
+// uuidsOf is uuids' lenient reader: the array's UUIDs (nil when it is not
+// an array of UUIDs).
+func uuidsOf(raw any) []uuid.UUID {
+	arr, ok := raw.([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]uuid.UUID, 0, len(arr))
+	for _, el := range arr {
+		str, isStr := el.(string)
+		u, err := uuid.Parse(str)
+		if !isStr || err != nil {
+			return nil
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// timestampOf is timestamp's lenient reader (nil when absent or not an
+// ISO 8601 timestamp).
+func timestampOf(raw any) *time.Time {
+	if t, ok := parseOrderTime(textOf(raw)); ok {
+		return &t
+	}
+	return nil
+}
+
+// nameDescription reads the name and description of a routing body
+// (condition sets, split rules, dispatchers, transformations): each when
+// sent, or on create, where absent or null reads as "" for the domain to
+// require; nil when it is not a string (the document names it).
+func nameDescription(body jsonBody, create bool) (name, description *string) {
+	if _, sent := body["name"]; sent || create {
+		name = rawTextOf(body["name"])
+	}
+	if _, sent := body["description"]; sent || create {
+		description = rawTextOf(body["description"])
+	}
+	return name, description
 }

@@ -74,18 +74,12 @@ var conditionSetFields = []string{"name", "description", "valueType"}
 // updatable.
 func decodeConditionSet(r *http.Request, create bool) (routing.ConditionSetInput, error) {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return routing.ConditionSetInput{}, err
 	}
-	v := &validator{}
-	f := bodyFields{v: v, m: body}
 	var in routing.ConditionSetInput
-	if _, sent := body["name"]; sent || create {
-		in.Name = f.rawText("name")
-	}
-	if _, sent := body["description"]; sent || create {
-		in.Description = f.rawText("description")
-	}
+	in.Name, in.Description = nameDescription(body, create)
 	if raw := body["valueType"]; create && raw != nil {
 		t, _ := raw.(string) // no string is no value type: the domain names it
 		in.ValueType = &t

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"net/http"
 	"strings"
@@ -262,56 +261,38 @@ var dispatcherFields = []string{"name", "description", "sourceBridgeIds", "desti
 // missing) or update (the fields sent) body.
 func decodeDispatcher(r *http.Request, create bool) (routing.DispatcherInput, error) {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return routing.DispatcherInput{}, err
 	}
-	v := &validator{}
-	f := bodyFields{v: v, m: body}
 	has := func(k string) bool { _, ok := body[k]; return ok }
 	sent := func(k string) bool { return create || has(k) }
 	var in routing.DispatcherInput
-	if sent("name") {
-		in.Name = f.rawText("name")
-	}
-	if sent("description") {
-		in.Description = f.rawText("description")
-	}
+	in.Name, in.Description = nameDescription(body, create)
 	if sent("sourceBridgeIds") {
-		ids := f.uuids("sourceBridgeIds", false)
+		ids := uuidsOf(body["sourceBridgeIds"])
 		in.SourceBridgeIDs = &ids
 	}
 	if create {
-		if s := f.rawText("destinationBridgeId"); s != nil && *s != "" {
-			if u, err := uuid.Parse(*s); err != nil {
-				v.add("destinationBridgeId", "must be a UUID")
-			} else {
-				in.DestinationBridgeID = &u
-			}
+		if id := uuidOf(body["destinationBridgeId"]); id != uuid.Nil {
+			in.DestinationBridgeID = &id
 		}
 	}
-	if body["destinationConfig"] != nil {
-		if m, ok := body["destinationConfig"].(map[string]any); ok {
-			in.DestinationConfig = m
-		} else {
-			v.add("destinationConfig", "must be an object")
-		}
-	}
+	in.DestinationConfig = objectOf(body["destinationConfig"])
 	if body["matchMode"] != nil {
 		mode, _ := body["matchMode"].(string)
 		in.MatchMode = &mode
 	}
-	if body["triggerOn"] != nil {
-		if arr, ok := body["triggerOn"].([]any); ok && len(arr) > 0 {
-			in.TriggerOn = make([]string, len(arr))
-			for i, el := range arr {
-				in.TriggerOn[i], _ = el.(string)
-			}
-		} else {
-			v.add("triggerOn", "must be a non-empty array of "+fmt.Sprint(routing.DispatcherTriggers))
+	if arr, ok := body["triggerOn"].([]any); ok && len(arr) > 0 {
+		in.TriggerOn = make([]string, len(arr))
+		for i, el := range arr {
+			in.TriggerOn[i], _ = el.(string)
 		}
 	}
-	in.IsActive = f.boolean("isActive", false)
-	in.Priority = f.integer("priority")
+	if b, ok := body["isActive"].(bool); ok {
+		in.IsActive = &b
+	}
+	in.Priority = integerOf(body["priority"])
 	if sent("conditions") {
 		in.ConditionsSet, in.Conditions = true, body["conditions"]
 	}

@@ -32,7 +32,7 @@ type reqInfo struct {
 	orgID uuid.UUID
 	// body is the JSON object validateRequest decoded, taken once by
 	// decodeBody so it is not parsed twice.
-	body map[string]any
+	body *parsedBody
 }
 
 func requestIDFrom(ctx context.Context) string {

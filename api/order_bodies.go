@@ -305,9 +305,10 @@ func parseOrderTime(s string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// orderJSONOf encodes a value decoded from JSON (it cannot fail).
+// orderJSONOf encodes a value decoded from JSON (it cannot fail) as
+// json.Marshal does, without its reflection (appendJSONValue).
 func orderJSONOf(v any) json.RawMessage {
-	raw, _ := json.Marshal(v)
+	raw, _ := appendJSONValue(nil, v)
 	return raw
 }
 

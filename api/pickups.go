@@ -136,28 +136,20 @@ func (s *Server) getPickup(w http.ResponseWriter, r *http.Request) error {
 var createPickupFields = []string{"carrierAccountId", "pickupAddress", "pickupDate", "readyTime", "closeTime", "packageCount", "totalWeight", "metadata"}
 
 // decodeCreatePickup reads POST /pickups (pickupAddress in any address
-// shape, shipping.AddressOf).
-func decodeCreatePickup(body jsonBody) (shipping.PickupInput, error) {
-	var v validator
-	f := bodyFields{v: &v, m: body}
+// shape, shipping.AddressOf): the document names what is of the wrong
+// type (v), the domain the rest.
+func decodeCreatePickup(v *validator, body jsonBody) (shipping.PickupInput, error) {
 	var in shipping.PickupInput
-	in.CarrierAccountID = requiredUUID(f, "carrierAccountId")
-	if a, ok := f.object("pickupAddress", true); ok {
-		addr := shipping.AddressOf(a.m)
+	in.CarrierAccountID = uuidOf(body["carrierAccountId"])
+	if a := objectOf(body["pickupAddress"]); a != nil {
+		addr := shipping.AddressOf(a)
 		in.Address = &addr
-		// The rates' Address shape: countryCode is the two-letter code.
-		a.str("countryCode", false, 2)
 	}
-	if d := f.str("pickupDate", true, 10); d != nil {
-		if t, ok := pickupDate(*d); ok {
-			in.Date = &t
-		} else {
-			v.add("pickupDate", "must be a date (YYYY-MM-DD)")
-		}
+	if t, ok := pickupDate(textOf(body["pickupDate"])); ok {
+		in.Date = &t
 	}
-	in.ReadyTime = deref(f.str("readyTime", true, 5))
-	in.CloseTime = deref(f.str("closeTime", true, 5))
-	if raw, ok := f.get("packageCount", false); ok {
+	in.ReadyTime, in.CloseTime = textOf(body["readyTime"]), textOf(body["closeTime"])
+	if raw := body["packageCount"]; raw != nil {
 		n, isNum := orderNumber(raw)
 		count := int(n)
 		if !isNum || n != float64(count) {
@@ -165,19 +157,21 @@ func decodeCreatePickup(body jsonBody) (shipping.PickupInput, error) {
 		}
 		in.PackageCount = &count
 	}
-	if raw, ok := f.get("totalWeight", false); ok {
-		in.TotalWeight = decodePickupWeight(f, raw)
+	if raw := body["totalWeight"]; raw != nil {
+		in.TotalWeight = decodePickupWeight(raw)
 	}
-	in.Metadata = f.rawObject("metadata", false)
+	if m := objectOf(body["metadata"]); m != nil {
+		in.Metadata = orderJSONOf(m)
+	}
 	if v.ok() {
 		return in, nil
 	}
-	return in, validation(&v, in.Validate(), createPickupFields...)
+	return in, validation(v, in.Validate(), createPickupFields...)
 }
 
 // decodePickupWeight reads totalWeight: a number of pounds or {value,
 // unit}.
-func decodePickupWeight(f bodyFields, raw any) *shipping.PickupWeight {
+func decodePickupWeight(raw any) *shipping.PickupWeight {
 	if n, ok := orderNumber(raw); ok {
 		return &shipping.PickupWeight{Value: n, Unit: carriers.UnitLB}
 	}
@@ -185,8 +179,7 @@ func decodePickupWeight(f bodyFields, raw any) *shipping.PickupWeight {
 	if !ok {
 		return &shipping.PickupWeight{Value: -1} // the domain names it
 	}
-	wf := bodyFields{v: f.v, path: "totalWeight", m: m}
-	return &shipping.PickupWeight{Value: numberField(wf, "value"), Unit: deref(wf.str("unit", false, 5)), Object: true}
+	return &shipping.PickupWeight{Value: numberOf(m["value"]), Unit: textOf(m["unit"]), Object: true}
 }
 
 // pickupCreatedJSON is the create response (not wrapped in data).
@@ -198,10 +191,11 @@ type pickupCreatedJSON struct {
 
 func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return err
 	}
-	in, err := decodeCreatePickup(body)
+	in, err := decodeCreatePickup(v, body)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,7 @@ package api
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -123,15 +121,14 @@ var quoteFields = []string{"shipFrom", "shipTo", "packages", "shipDate", "servic
 
 func (s *Server) quoteRates(w http.ResponseWriter, r *http.Request) error {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return err
 	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
-	in := shipping.RateInput{ShipFrom: f.rateAddress("shipFrom"), ShipTo: f.rateAddress("shipTo"), Packages: f.ratePackages("packages")}
-	in.RateOptions = f.rateOptions()
+	in := shipping.RateInput{ShipFrom: rateAddressOf(body["shipFrom"]), ShipTo: rateAddressOf(body["shipTo"]), Packages: ratePackagesOf(body["packages"])}
+	in.RateOptions = rateOptionsOf(body)
 	if !v.ok() {
-		return validation(&v, in.Validate(), quoteFields...)
+		return validation(v, in.Validate(), quoteFields...)
 	}
 	q, err := s.shipping.QuoteRates(r.Context(), actorOf(r), in)
 	if err != nil {
@@ -147,14 +144,16 @@ func (s *Server) quoteRatesFromOrder(w http.ResponseWriter, r *http.Request) err
 		return err
 	}
 	var body jsonBody
-	if err := decodeOptionalJSON(r, &body); err != nil {
+	v := &validator{}
+	if pb, ok := preParsedBody(r); ok {
+		body, v.details = pb.m, pb.errs
+	} else if err := decodeOptionalJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
 	// Extensions: shipDate, serviceType and residential work as on /rates.
-	opts := bodyFields{v: &v, m: body}.rateOptions()
+	opts := rateOptionsOf(body)
 	if !v.ok() {
-		return validation(&v, opts.Validate(), quoteFields...)
+		return validation(v, opts.Validate(), quoteFields...)
 	}
 	q, err := s.shipping.QuoteOrder(r.Context(), actorOf(r), id, opts)
 	if err != nil {
@@ -164,49 +163,34 @@ func (s *Server) quoteRatesFromOrder(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-// rateOptions reads shipDate, serviceType, residential, carrier and
-// carrierAccountId (all optional; their values are the domain's to check).
-func (f bodyFields) rateOptions() shipping.RateOptions {
+// rateOptionsOf reads shipDate, serviceType, residential, carrier and
+// carrierAccountId (all optional; RateOptionsInput names what is of the
+// wrong type, the domain checks the values).
+func rateOptionsOf(body map[string]any) shipping.RateOptions {
 	var o shipping.RateOptions
-	if d := f.str("shipDate", false, 10); d != nil {
-		if t, err := time.Parse("2006-01-02", *d); err != nil {
-			f.v.add(f.name("shipDate"), "must be a date (YYYY-MM-DD)")
-		} else {
-			o.ShipDate = &t
-		}
+	if t, err := time.Parse("2006-01-02", textOf(body["shipDate"])); err == nil {
+		o.ShipDate = &t
 	}
-	o.ServiceType = deref(f.str("serviceType", false, shipping.MaxRateServiceLen))
-	if b := f.boolean("residential", false); b != nil {
-		o.Residential = *b
-	}
-	o.Carrier = deref(f.str("carrier", false, 50))
-	if id := f.str("carrierAccountId", false, 100); id != nil {
-		if u, err := uuid.Parse(*id); err != nil {
-			f.v.add(f.name("carrierAccountId"), "must be a UUID")
-		} else {
-			o.CarrierAccountID = &u
-		}
+	o.ServiceType = textOf(body["serviceType"])
+	o.Residential, _ = body["residential"].(bool)
+	o.Carrier = textOf(body["carrier"])
+	if id := uuidOf(body["carrierAccountId"]); id != uuid.Nil {
+		o.CarrierAccountID = &id
 	}
 	return o
 }
 
-// text is an optional trimmed string of any length (its bounds are the
-// domain's to check); nil when absent or blank.
-func (f bodyFields) text(key string) *string {
-	return f.str(key, false, math.MaxInt)
-}
-
-// rateAddress reads an Address object (nil when absent: the domain names
-// it).
-func (f bodyFields) rateAddress(key string) *shipping.RateAddress {
-	o, ok := f.object(key, false)
-	if !ok {
+// rateAddressOf reads an Address object (nil when absent: the domain
+// names it).
+func rateAddressOf(raw any) *shipping.RateAddress {
+	o := objectOf(raw)
+	if o == nil {
 		return nil
 	}
 	return &shipping.RateAddress{
-		Address1: deref(o.text("address1")), Address2: o.text("address2"), City: deref(o.text("city")),
-		Province: o.text("province"), ProvinceCode: o.text("provinceCode"), Country: o.text("country"),
-		CountryCode: deref(o.text("countryCode")), Zip: deref(o.text("zip")),
+		Address1: textOf(o["address1"]), Address2: optionalText(o["address2"]), City: textOf(o["city"]),
+		Province: optionalText(o["province"]), ProvinceCode: optionalText(o["provinceCode"]), Country: optionalText(o["country"]),
+		CountryCode: textOf(o["countryCode"]), Zip: textOf(o["zip"]),
 	}
 }
 
@@ -214,46 +198,30 @@ func (f bodyFields) rateAddress(key string) *shipping.RateAddress {
 // domain refuses it as it refuses any unknown unit.
 const notAUnit = "\x00"
 
-// ratePackages reads the packages array (nil when absent: the domain
+// ratePackagesOf reads the packages array (nil when absent: the domain
 // names it, as it checks the values).
-func (f bodyFields) ratePackages(key string) []shipping.RatePackage {
-	raw, ok := f.get(key, false)
-	if !ok {
+func ratePackagesOf(raw any) []shipping.RatePackage {
+	if raw == nil {
 		return nil
 	}
 	arr, isArr := raw.([]any)
 	if !isArr {
-		f.v.add(f.name(key), "must be an array")
 		return []shipping.RatePackage{}
 	}
 	out := make([]shipping.RatePackage, 0, len(arr))
-	for i, it := range arr {
-		path := f.name(key) + "[" + strconv.Itoa(i) + "]"
-		m, isObj := it.(map[string]any)
+	for _, it := range arr {
 		var pkg shipping.RatePackage
-		if !isObj {
-			f.v.add(path, "must be an object")
-			out = append(out, pkg) // keeps the positions
-			continue
-		}
-		p := bodyFields{v: f.v, path: path, m: m}
-		if w, ok := p.object("weight", true); ok {
-			if raw, ok := w.get("value", true); ok {
-				if n, isNum := rateNumber(raw); isNum {
-					pkg.Weight.Value = n
-				} else {
-					f.v.add(w.name("value"), "must be a number")
-				}
+		if m := objectOf(it); m != nil {
+			if w := objectOf(m["weight"]); w != nil {
+				pkg.Weight.Value, _ = rateNumber(w["value"])
+				pkg.Weight.Unit = unitOf(w["unit"])
 			}
-			pkg.Weight.Unit = unitOf(w.m["unit"])
+			pkg.Length, pkg.Width, pkg.Height = optionalNumberOf(m["length"]), optionalNumberOf(m["width"]), optionalNumberOf(m["height"])
+			if raw := m["dimensionUnit"]; raw != nil {
+				pkg.DimensionUnit = unitOf(raw)
+			}
 		}
-		pkg.Length = p.optionalNumber("length")
-		pkg.Width = p.optionalNumber("width")
-		pkg.Height = p.optionalNumber("height")
-		if raw, ok := p.get("dimensionUnit", false); ok {
-			pkg.DimensionUnit = unitOf(raw)
-		}
-		out = append(out, pkg)
+		out = append(out, pkg) // keeps the positions
 	}
 	return out
 }
@@ -273,19 +241,12 @@ func unitOf(raw any) string {
 	return notAUnit
 }
 
-// optionalNumber is a number field (nil when absent; named when not a
-// number).
-func (f bodyFields) optionalNumber(key string) *float64 {
-	raw, ok := f.get(key, false)
-	if !ok {
-		return nil
+// optionalNumberOf is a number (nil when absent or not a number).
+func optionalNumberOf(raw any) *float64 {
+	if n, ok := rateNumber(raw); ok {
+		return &n
 	}
-	n, isNum := rateNumber(raw)
-	if !isNum {
-		f.v.add(f.name(key), "must be a number")
-		return nil
-	}
-	return &n
+	return nil
 }
 
 // ---- snapshots ----
@@ -332,42 +293,35 @@ var snapshotFields = []string{"carrierAccountId", "carrier", "serviceType", "ser
 
 func (s *Server) createRateSnapshot(w http.ResponseWriter, r *http.Request) error {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return err
 	}
-	var v validator
-	f := bodyFields{v: &v, m: body}
 	in := shipping.RateSnapshotInput{
-		CarrierAccountID:  requiredUUID(f, "carrierAccountId"),
-		Carrier:           deref(f.str("carrier", true, 50)),
-		ServiceType:       deref(f.str("serviceType", true, shipping.MaxRateServiceLen)),
-		ServiceName:       deref(f.str("serviceName", true, shipping.MaxRateFieldLen)),
-		TotalPrice:        f.optionalNumber("totalPrice"),
-		Currency:          deref(f.str("currency", true, 3)),
-		ShipFrom:          f.rateAddress("shipFrom"),
-		ShipTo:            f.rateAddress("shipTo"),
-		Packages:          f.ratePackages("packages"),
-		TransitDays:       f.optionalNumber("transitDays"),
-		EstimatedDelivery: f.timestamp("estimatedDelivery"),
-		DeliveryByTime:    f.str("deliveryByTime", false, 50),
-		ExpiresAt:         f.timestamp("expiresAt"),
+		CarrierAccountID:  uuidOf(body["carrierAccountId"]),
+		Carrier:           textOf(body["carrier"]),
+		ServiceType:       textOf(body["serviceType"]),
+		ServiceName:       textOf(body["serviceName"]),
+		TotalPrice:        optionalNumberOf(body["totalPrice"]),
+		Currency:          textOf(body["currency"]),
+		ShipFrom:          rateAddressOf(body["shipFrom"]),
+		ShipTo:            rateAddressOf(body["shipTo"]),
+		Packages:          ratePackagesOf(body["packages"]),
+		TransitDays:       optionalNumberOf(body["transitDays"]),
+		EstimatedDelivery: timestampOf(body["estimatedDelivery"]),
+		DeliveryByTime:    optionalText(body["deliveryByTime"]),
+		ExpiresAt:         timestampOf(body["expiresAt"]),
 	}
-	if raw, ok := f.get("breakdown", false); ok {
-		switch raw.(type) {
-		case []any, map[string]any:
-			in.Breakdown = orderJSONOf(raw)
-		default:
-			v.add("breakdown", "must be an array or an object")
-		}
+	switch raw := body["breakdown"]; raw.(type) {
+	case []any, map[string]any:
+		in.Breakdown = orderJSONOf(raw)
 	}
-	if b := f.boolean("transitDaysGuaranteed", false); b != nil {
-		in.TransitDaysGuaranteed = *b
-	}
-	if raw, ok := f.get("rawResponse", false); ok {
+	in.TransitDaysGuaranteed, _ = body["transitDaysGuaranteed"].(bool)
+	if raw := body["rawResponse"]; raw != nil {
 		in.RawResponse = orderJSONOf(raw)
 	}
 	if !v.ok() {
-		return validation(&v, in.Validate(), snapshotFields...)
+		return validation(v, in.Validate(), snapshotFields...)
 	}
 	out, err := s.shipping.CreateRateSnapshot(r.Context(), actorOf(r), in)
 	if err != nil {

@@ -68,6 +68,10 @@ var requestFormats = []*jsonschema.Format{
 		if !ok {
 			return nil
 		}
+		// Blank is absent (a required date has pattern \S).
+		if s = strings.TrimSpace(s); s == "" {
+			return nil
+		}
 		if _, err := time.Parse(time.DateOnly, s); err != nil {
 			return errors.New("not a date")
 		}

@@ -35,7 +35,23 @@ import (
 const openAPIBase = "mem://openapi.json"
 
 // requestValidators are the compiled request schemas by "METHOD pattern".
-type requestValidators map[string]*jsonschema.Schema
+type requestValidators map[string]requestSchema
+
+// requestSchema is one operation's request schema. merge (the operation's
+// x-merge-domain-errors) leaves a refusal to the handler, which answers it
+// together with the domain's own findings (checks of several fields or of
+// the database), so that one response still names every problem; a
+// handler that reads its body with decodeJSON answers the schema's
+// details alone.
+//
+// camel (x-camel-case-aliases) copies the camelCase fields of camelAliases
+// to their snake_case names before the body is checked, as the handler
+// reads them (acceptCamelCase).
+type requestSchema struct {
+	sch   *jsonschema.Schema
+	merge bool
+	camel bool
+}
 
 var compiledRequestSchemas = sync.OnceValues(func() (requestValidators, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(openAPIJSON()))
@@ -75,7 +91,9 @@ var compiledRequestSchemas = sync.OnceValues(func() (requestValidators, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s %s request schema: %w", strings.ToUpper(m), p, err)
 			}
-			out[strings.ToUpper(m)+" "+p] = sch
+			merge, _ := o["x-merge-domain-errors"].(bool)
+			camel, _ := o["x-camel-case-aliases"].(bool)
+			out[strings.ToUpper(m)+" "+p] = requestSchema{sch: sch, merge: merge, camel: camel}
 		}
 	}
 	return out, nil
@@ -99,6 +117,13 @@ func escapePointerToken(s string) string {
 // a validated object is not parsed twice.
 type parsedBodyKey struct{}
 
+// parsedBody is a body validateRequest decoded, and the schema's details
+// the handler is to answer (x-merge-domain-errors).
+type parsedBody struct {
+	m    map[string]any
+	errs []FieldError
+}
+
 // validateRequest checks r's JSON object body against its operation's
 // request schema. It returns the request the handler should read (its
 // body restored) and the 400 when the schema refuses the body.
@@ -110,8 +135,8 @@ func (s *Server) validateRequest(r *http.Request) (*http.Request, error) {
 	if rctx == nil {
 		return r, nil
 	}
-	sch := s.requestSchemas[r.Method+" "+rctx.RoutePattern()]
-	if sch == nil {
+	rs, ok := s.requestSchemas[r.Method+" "+rctx.RoutePattern()]
+	if !ok {
 		return r, nil
 	}
 	raw, err := io.ReadAll(r.Body)
@@ -130,18 +155,24 @@ func (s *Server) validateRequest(r *http.Request) (*http.Request, error) {
 	if dec.Decode(&m) != nil || m == nil || len(bytes.TrimSpace(raw[dec.InputOffset():])) != 0 {
 		return r, nil
 	}
-	if err := sch.Validate(m); err != nil {
+	if rs.camel {
+		acceptCamelCase(m)
+	}
+	pb := &parsedBody{m: m}
+	if err := rs.sch.Validate(m); err != nil {
 		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
-			return r, errValidation(validationDetails(ve, m)...)
+		if !errors.As(err, &ve) {
+			return r, err
 		}
-		return r, err
+		if pb.errs = validationDetails(ve, m); !rs.merge {
+			return r, errValidation(pb.errs...)
+		}
 	}
 	if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok {
-		ri.body = m
+		ri.body = pb
 		return r, nil
 	}
-	return r.WithContext(context.WithValue(r.Context(), parsedBodyKey{}, m)), nil
+	return r.WithContext(context.WithValue(r.Context(), parsedBodyKey{}, pb)), nil
 }
 
 // validationDetails turns a schema validation error into one detail per
@@ -256,20 +287,37 @@ func instanceAt(loc []string, body any) any {
 // and scans it before it looks for the decoded one): the hot create paths
 // (POST /orders) read their body once.
 func decodeValidatedJSON(r *http.Request, body *jsonBody) error {
-	if m, ok := preParsedBody(r); ok {
-		*body = m
+	if pb, ok := preParsedBody(r); ok {
+		if len(pb.errs) > 0 {
+			return errValidation(pb.errs...)
+		}
+		*body = pb.m
 		return nil
 	}
 	return decodeJSON(r, body)
 }
 
-// preParsedBody is the object validateRequest decoded, if any.
-func preParsedBody(r *http.Request) (map[string]any, bool) {
-	if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok && ri.body != nil {
-		m := ri.body
-		ri.body = nil
-		return m, true
+// decodeCheckedJSON is decodeJSON for the operations whose schema leaves
+// its refusal to the handler (x-merge-domain-errors): it returns the
+// schema's details in a validator, to which the handler adds what only
+// it or the domain can find (validation). The body's values are then
+// not all of their schema's types: the handler reads them leniently.
+func decodeCheckedJSON(r *http.Request, body *jsonBody) (*validator, error) {
+	if pb, ok := preParsedBody(r); ok {
+		*body = pb.m
+		return &validator{details: pb.errs}, nil
 	}
-	m, ok := r.Context().Value(parsedBodyKey{}).(map[string]any)
-	return m, ok
+	return &validator{}, decodeJSON(r, body)
+}
+
+// preParsedBody is the object validateRequest decoded, if any (taken: a
+// second call finds none).
+func preParsedBody(r *http.Request) (*parsedBody, bool) {
+	if ri, ok := r.Context().Value(reqInfoKey).(*reqInfo); ok && ri.body != nil {
+		pb := ri.body
+		ri.body = nil
+		return pb, true
+	}
+	pb, ok := r.Context().Value(parsedBodyKey{}).(*parsedBody)
+	return pb, ok
 }

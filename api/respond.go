@@ -72,8 +72,11 @@ func decodeBody(r *http.Request, dst any, optional bool) error {
 	}
 	if b, ok := dst.(*jsonBody); ok {
 		// Already decoded (and checked) by validateRequest.
-		if m, ok := preParsedBody(r); ok {
-			*b = m
+		if pb, ok := preParsedBody(r); ok {
+			if len(pb.errs) > 0 {
+				return errValidation(pb.errs...)
+			}
+			*b = pb.m
 			return nil
 		}
 	}

@@ -54,47 +54,39 @@ func toShipmentActionJSON(a shipping.ShipmentAction) shipmentActionJSON {
 
 // decodeShipmentAction reads an action body: actionType and its fields,
 // given inside a config object or at the top level of the body (the
-// field errors name them where they were sent).
-func decodeShipmentAction(body jsonBody) (shipping.ActionInput, error) {
-	var v validator
-	f := bodyFields{v: &v, m: body}
+// field errors name them where they were sent). ShipmentActionCreate
+// names what is of the wrong type (v), the domain the rest.
+func decodeShipmentAction(v *validator, body jsonBody) (shipping.ActionInput, error) {
 	var in shipping.ActionInput
-	in.Type = f.enum("actionType", true, "", shipping.ActionTypes)
-	cfgF := f
-	if raw, ok := body["config"]; ok && raw != nil {
-		if c, ok := f.object("config", true); ok {
-			cfgF = c
-		}
+	in.Type, _ = body["actionType"].(string)
+	fields, prefix := map[string]any(body), ""
+	if c := objectOf(body["config"]); c != nil {
+		fields, prefix = c, "config."
 	}
 	switch in.Type {
 	case carriers.ActionHold:
-		in.Reason = cfgF.enum("reason", true, "", shipping.HoldReasons)
-		in.Notes = deref(cfgF.str("notes", false, shipping.MaxActionText))
+		in.Reason, in.Notes = textOf(fields["reason"]), textOf(fields["notes"])
 	case carriers.ActionRedirect:
-		if a, ok := cfgF.object("address", true); ok {
-			addr := shipping.AddressOf(a.m).DefaultCountry()
+		if a := objectOf(fields["address"]); a != nil {
+			addr := shipping.AddressOf(a).DefaultCountry()
 			in.Address = &addr
 		}
-		in.Notes = deref(cfgF.str("notes", false, shipping.MaxActionText))
+		in.Notes = textOf(fields["notes"])
 	case carriers.ActionRedeliver:
-		if d := cfgF.str("preferredDate", false, 64); d != nil {
-			if t, ok := shipmentParseDate(*d); ok {
-				in.PreferredDate = &t
-			} else {
-				v.add(cfgF.name("preferredDate"), "must be a date (YYYY-MM-DD)")
-			}
+		if t, ok := shipmentParseDate(textOf(fields["preferredDate"])); ok {
+			in.PreferredDate = &t
 		}
-		in.Instructions = deref(cfgF.str("instructions", false, shipping.MaxActionText))
+		in.Instructions = textOf(fields["instructions"])
 	case carriers.ActionInstructions:
-		in.Instructions = deref(cfgF.str("instructions", true, shipping.MaxActionText))
+		in.Instructions = textOf(fields["instructions"])
 	}
 	dom := in.Validate()
 	for i := range dom {
 		if dom[i].Field != "actionType" {
-			dom[i].Field = cfgF.name(dom[i].Field)
+			dom[i].Field = prefix + dom[i].Field
 		}
 	}
-	return in, validation(&v, dom)
+	return in, validation(v, dom)
 }
 
 // createShipmentAction records a pending action and starts its
@@ -108,10 +100,11 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return err
 	}
-	in, err := decodeShipmentAction(body)
+	in, err := decodeShipmentAction(v, body)
 	if err != nil {
 		return err
 	}

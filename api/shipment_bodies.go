@@ -1,13 +1,9 @@
 package api
 
 import (
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/domain"
 	"github.com/fos-dev/fos/shipping"
@@ -71,34 +67,6 @@ func validation(v *validator, dom domain.FieldErrors, order ...string) error {
 	return v.err()
 }
 
-// requiredUUID is a required UUID string field (uuid.Nil when it is not).
-func requiredUUID(f bodyFields, key string) uuid.UUID {
-	s := f.str(key, true, 100)
-	if s == nil {
-		return uuid.Nil
-	}
-	id, err := uuid.Parse(*s)
-	if err != nil {
-		f.v.add(f.name(key), "must be a UUID")
-		return uuid.Nil
-	}
-	return id
-}
-
-// numberField is a number field for the domain to check: NaN when it is
-// not a number (the domain names it), 0 when absent (named here).
-func numberField(f bodyFields, key string) float64 {
-	raw, ok := f.get(key, true)
-	if !ok {
-		return 0
-	}
-	n, isNum := orderNumber(raw)
-	if !isNum {
-		return math.NaN()
-	}
-	return n
-}
-
 // shipmentParseDate reads a date (YYYY-MM-DD) or a timestamp (its date as
 // written).
 func shipmentParseDate(s string) (time.Time, bool) {
@@ -112,96 +80,71 @@ func shipmentParseDate(s string) (time.Time, bool) {
 var createShipmentFields = []string{"order_id", "carrier_account_id", "service", "parcels", "ship_from", "ship_date", "metadata", "label_format"}
 
 // decodeCreateShipment reads POST /shipments (snake_case, camelCase
-// accepted; ship_from in any address shape, shipping.AddressOf).
-func decodeCreateShipment(body jsonBody) (shipping.CreateShipmentInput, error) {
+// accepted; ship_from in any address shape, shipping.AddressOf): the
+// document names what is of the wrong type (v), the domain the rest.
+func decodeCreateShipment(v *validator, body jsonBody) (shipping.CreateShipmentInput, error) {
 	acceptCamelCase(body)
-	var v validator
-	f := bodyFields{v: &v, m: body}
 	var in shipping.CreateShipmentInput
-	in.OrderID = requiredUUID(f, "order_id")
-	in.CarrierAccountID = requiredUUID(f, "carrier_account_id")
-	in.Service = deref(f.str("service", true, shipping.MaxServiceLen))
-	in.Parcels = decodeParcels(f, "parcels")
-	if from, ok := f.object("ship_from", false); ok {
-		a := shipping.AddressOf(from.m).DefaultCountry()
+	in.OrderID = uuidOf(body["order_id"])
+	in.CarrierAccountID = uuidOf(body["carrier_account_id"])
+	in.Service = textOf(body["service"])
+	in.Parcels = decodeParcels(body["parcels"])
+	if from := objectOf(body["ship_from"]); from != nil {
+		a := shipping.AddressOf(from).DefaultCountry()
 		in.ShipFrom = &a
 	}
-	if d := f.str("ship_date", false, 64); d != nil {
-		if t, ok := shipmentParseDate(*d); ok {
-			in.ShipDate = &t
-		} else {
-			v.add("ship_date", "must be an ISO 8601 date (YYYY-MM-DD)")
-		}
+	if t, ok := shipmentParseDate(textOf(body["ship_date"])); ok {
+		in.ShipDate = &t
 	}
-	in.Metadata = f.rawObject("metadata", false)
-	in.LabelFormat = deref(f.str("label_format", false, 10))
+	if m := objectOf(body["metadata"]); m != nil {
+		in.Metadata = orderJSONOf(m)
+	}
+	in.LabelFormat = textOf(body["label_format"])
 	if v.ok() {
 		return in, nil // the domain validates the rest
 	}
-	return in, validation(&v, in.Validate(), createShipmentFields...)
+	return in, validation(v, in.Validate(), createShipmentFields...)
 }
 
-// decodeParcels reads the parcels array (bounds are the domain's).
-func decodeParcels(f bodyFields, key string) []shipping.Parcel {
-	raw, ok := f.get(key, true)
-	if !ok {
-		return nil
-	}
+// decodeParcels reads the parcels array (nil when it is none; a number
+// that is none is NaN, which the domain's bounds refuse).
+func decodeParcels(raw any) []shipping.Parcel {
 	arr, isArr := raw.([]any)
 	if !isArr {
-		f.v.add(key, "must be an array")
 		return nil
 	}
 	out := make([]shipping.Parcel, 0, len(arr))
-	for i, it := range arr {
-		path := key + "[" + strconv.Itoa(i) + "]"
-		m, isObj := it.(map[string]any)
-		if !isObj {
-			f.v.add(path, "must be an object")
+	for _, it := range arr {
+		m := objectOf(it)
+		if m == nil {
 			out = append(out, shipping.Parcel{}) // keeps the positions
 			continue
 		}
-		pf := bodyFields{v: f.v, path: path, m: m}
 		out = append(out, shipping.Parcel{
-			Length: numberField(pf, "length"), Width: numberField(pf, "width"), Height: numberField(pf, "height"),
-			Weight: numberField(pf, "weight"), Unit: deref(pf.str("unit", true, 20)),
+			Length: numberOf(m["length"]), Width: numberOf(m["width"]), Height: numberOf(m["height"]),
+			Weight: numberOf(m["weight"]), Unit: textOf(m["unit"]),
 		})
 	}
 	return out
 }
 
-// decodeUpdateShipment reads PATCH /shipments/{id}: a field present is
-// set (tracking_number null clears it).
-func decodeUpdateShipment(body jsonBody) (shipping.UpdateShipmentInput, error) {
+// decodeUpdateShipment reads PATCH /shipments/{id} (ShipmentUpdate has
+// checked the types): a field present is set (tracking_number null clears
+// it).
+func decodeUpdateShipment(body jsonBody) shipping.UpdateShipmentInput {
 	acceptCamelCase(body)
-	var v validator
-	f := bodyFields{v: &v, m: body}
 	var in shipping.UpdateShipmentInput
 	// Values are the domain's to check, so that one answer names them all
 	// (the carrier and service need the shipment).
-	if raw, ok := body["status"]; ok {
-		if st, isStr := raw.(string); isStr {
-			in.Status = &st
-		} else if raw == nil {
-			v.add("status", "is required")
-		} else {
-			v.add("status", "must be one of "+strings.Join(shipping.ShipmentStatuses, ", "))
-		}
+	if st, ok := body["status"].(string); ok {
+		in.Status = &st
 	}
 	if raw, ok := body["tracking_number"]; ok {
-		var tn *string
-		if s, isStr := raw.(string); isStr && strings.TrimSpace(s) != "" {
-			s = strings.TrimSpace(s)
-			tn = &s
-		} else if !isStr && raw != nil {
-			v.add("tracking_number", "must be a string")
-		}
-		in.TrackingNumber = &tn
+		in.TrackingNumber = new(*string)
+		*in.TrackingNumber = optionalText(raw)
 	}
-	if _, ok := body["metadata"]; ok {
-		if m, ok := f.object("metadata", true); ok {
-			in.Metadata = m.m
-		}
+	if m := objectOf(body["metadata"]); m != nil {
+		in.Metadata = m
 	}
 	for _, fixed := range []struct {
 		key string
@@ -212,5 +155,5 @@ func decodeUpdateShipment(body jsonBody) (shipping.UpdateShipmentInput, error) {
 			*fixed.dst = &sv
 		}
 	}
-	return in, v.err()
+	return in
 }

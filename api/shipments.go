@@ -249,10 +249,11 @@ func writeLabel(w http.ResponseWriter, l shipping.LabelFile) {
 
 func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return err
 	}
-	in, err := decodeCreateShipment(body)
+	in, err := decodeCreateShipment(v, body)
 	if err != nil {
 		return err
 	}
@@ -281,11 +282,7 @@ func (s *Server) updateShipment(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	in, err := decodeUpdateShipment(body)
-	if err != nil {
-		return err
-	}
-	sh, err := s.shipping.UpdateShipment(r.Context(), actorOf(r), id, in)
+	sh, err := s.shipping.UpdateShipment(r.Context(), actorOf(r), id, decodeUpdateShipment(body))
 	if err != nil {
 		return err
 	}

@@ -89,19 +89,13 @@ var splitRuleFields = []string{"name", "description", "method", "isActive", "pri
 // field_group). It affects orders processed afterwards.
 func decodeSplitRule(r *http.Request, create bool) (routing.SplitRuleInput, error) {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return routing.SplitRuleInput{}, err
 	}
-	v := &validator{}
-	f := bodyFields{v: v, m: body}
 	sent := func(k string) bool { _, ok := body[k]; return create || ok }
 	var in routing.SplitRuleInput
-	if sent("name") {
-		in.Name = f.rawText("name")
-	}
-	if sent("description") {
-		in.Description = f.rawText("description")
-	}
+	in.Name, in.Description = nameDescription(body, create)
 	if raw, ok := body["method"]; ok {
 		if raw == nil {
 			v.add("method", "is required")
@@ -110,20 +104,18 @@ func decodeSplitRule(r *http.Request, create bool) (routing.SplitRuleInput, erro
 			in.Method = &m
 		}
 	}
-	in.IsActive = f.boolean("isActive", false)
-	in.Priority = f.integer("priority")
+	if b, ok := body["isActive"].(bool); ok {
+		in.IsActive = &b
+	}
+	in.Priority = integerOf(body["priority"])
 	if sent("bridgeId") {
 		in.BridgeIDSet = true
-		if id := f.str("bridgeId", false, 100); id != nil {
-			if u, err := uuid.Parse(*id); err != nil {
-				v.add("bridgeId", "must be a UUID")
-			} else {
-				in.BridgeID = &u
-			}
+		if id := uuidOf(body["bridgeId"]); id != uuid.Nil {
+			in.BridgeID = &id
 		}
 	}
 	if sent("groupField") {
-		in.GroupField = f.rawText("groupField")
+		in.GroupField = rawTextOf(body["groupField"])
 	}
 	if sent("conditionGroups") {
 		in.ConditionGroupsSet, in.ConditionGroups = true, body["conditionGroups"]
@@ -152,12 +144,8 @@ func (s *Server) testSplitRule(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	var v validator
-	orderID := requiredUUID(bodyFields{v: &v, m: body}, "orderId")
-	if err := v.err(); err != nil {
-		return err
-	}
-	plan, err := s.routing.TestSplitRule(r.Context(), actorOf(r), id, orderID)
+	// SplitRuleTestRequest: orderId is a UUID.
+	plan, err := s.routing.TestSplitRule(r.Context(), actorOf(r), id, uuidOf(body["orderId"]))
 	if err != nil {
 		return err
 	}

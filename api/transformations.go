@@ -77,20 +77,6 @@ func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) err
 	return nil
 }
 
-// uuidField reads an optional UUID string.
-func uuidField(f bodyFields, key string) *uuid.UUID {
-	str := f.str(key, false, 100)
-	if str == nil {
-		return nil
-	}
-	id, err := uuid.Parse(*str)
-	if err != nil {
-		f.v.add(f.name(key), "must be a UUID")
-		return nil
-	}
-	return &id
-}
-
 var transformationFields = []string{"name", "description", "triggerPoint", "bridgeId", "code", "isActive", "priority"}
 
 // decodeTransformation reads a create (every field) or update (the
@@ -102,42 +88,30 @@ var transformationFields = []string{"name", "description", "triggerPoint", "brid
 // code is checked like on create.
 func (s *Server) decodeTransformation(r *http.Request, create bool) (routing.TransformationInput, error) {
 	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
+	v, err := decodeCheckedJSON(r, &body)
+	if err != nil {
 		return routing.TransformationInput{}, err
 	}
-	v := &validator{}
-	f := bodyFields{v: v, m: body}
 	sent := func(k string) bool { _, ok := body[k]; return create || ok }
 	var in routing.TransformationInput
-	if sent("name") {
-		in.Name = f.rawText("name")
-	}
-	if sent("description") {
-		in.Description = f.rawText("description")
-	}
-	if raw, ok := body["triggerPoint"]; ok && raw != nil {
+	in.Name, in.Description = nameDescription(body, create)
+	if raw := body["triggerPoint"]; raw != nil {
 		tp, _ := raw.(string) // no string is no trigger point: the domain names it
 		in.TriggerPoint = &tp
-	} else if ok && !create {
-		v.add("triggerPoint", "is required")
 	}
 	if sent("bridgeId") {
-		in.BridgeIDSet, in.BridgeID = true, uuidField(f, "bridgeId")
-	}
-	if raw, ok := body["code"]; ok && raw != nil {
-		if code, isStr := raw.(string); isStr {
-			in.Code = &code
-		} else {
-			v.add("code", "must be a string")
+		in.BridgeIDSet = true
+		if id := uuidOf(body["bridgeId"]); id != uuid.Nil {
+			in.BridgeID = &id
 		}
-	} else if ok && !create {
-		v.add("code", "is required")
 	}
-	in.IsActive = f.boolean("isActive", !create && sent("isActive"))
-	if _, ok := body["priority"]; ok && body["priority"] == nil && !create {
-		v.add("priority", "is required")
+	if code, ok := body["code"].(string); ok {
+		in.Code = &code
 	}
-	in.Priority = f.integer("priority")
+	if b, ok := body["isActive"].(bool); ok {
+		in.IsActive = &b
+	}
+	in.Priority = integerOf(body["priority"])
 	if v.ok() {
 		return in, nil
 	}
@@ -178,11 +152,9 @@ func (s *Server) testTransformationCode(w http.ResponseWriter, r *http.Request) 
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	var code *string
+	var code *string // TransformationTestRequest: a string or null
 	if raw, ok := body["code"].(string); ok {
 		code = &raw
-	} else if body["code"] != nil {
-		return errValidation(FieldError{Field: "code", Message: "must be a string"})
 	}
 	if err := s.transformationTestLimit(mustPrincipal(r).OrganizationID); err != nil {
 		return err

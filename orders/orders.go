@@ -32,7 +32,9 @@ func (s *Service) Create(ctx context.Context, actor domain.Actor, in NewOrder) (
 	// The bridge check and the insert are one statement, sent with the
 	// question whether any split rule or dispatcher applies (one round
 	// trip; most orders meet none, and the hooks then cost nothing more).
-	created, split, dispatch, err := store.CreateOrderProbe(ctx, s.store.Pool, in, rules.TriggerOrderCreated)
+	// The standing orders' question (does any listen to the event?) goes
+	// with it too, so an order nothing listens to is one statement.
+	created, probe, err := store.CreateOrderProbeEvents(ctx, s.store.Pool, in, rules.TriggerOrderCreated, rules.EventOrderCreated)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return Order{}, domain.InvalidField("bridge_id", "must be a bridge of this organization")
@@ -44,11 +46,11 @@ func (s *Service) Create(ctx context.Context, actor domain.Actor, in NewOrder) (
 	// The order is committed, so a failing hook is logged and never turns
 	// the create into an error, and a caller that goes away does not
 	// cancel it.
-	hctx := rules.WithRulesKnown(context.WithoutCancel(ctx), split, dispatch)
+	hctx := rules.WithRulesKnown(context.WithoutCancel(ctx), probe.Split, probe.Dispatch)
 	if err := s.hooks.OrderCreated(hctx, actor.OrganizationID, created.ID); err != nil {
 		s.log.ErrorContext(ctx, "order created hook", "order_id", created.ID, "error", err)
 	}
-	s.notify(hctx, actor, rules.EventOrderCreated, created.ID)
+	s.notify(rules.WithStandingKnown(hctx, rules.EventOrderCreated, probe.Standing), actor, rules.EventOrderCreated, created.ID)
 	return created, nil
 }
 

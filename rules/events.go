@@ -33,3 +33,28 @@ func Notify(ctx context.Context, events Events, orgID uuid.UUID, trigger string,
 	}
 	events.Happened(context.WithoutCancel(ctx), orgID, trigger, ids)
 }
+
+type standingKnownKey struct{}
+
+type standingKnownValue struct {
+	event     string
+	listening bool
+}
+
+// WithStandingKnown tells the Events implementation that the caller
+// already asked, in its own statement, whether the organization has any
+// active standing order of event (store.CreateOrderProbeEvents): with
+// none, telling that event costs nothing. Other events are asked as ever.
+func WithStandingKnown(ctx context.Context, event string, listening bool) context.Context {
+	return context.WithValue(ctx, standingKnownKey{}, standingKnownValue{event, listening})
+}
+
+// StandingKnown is what WithStandingKnown said of event (known false:
+// nobody asked).
+func StandingKnown(ctx context.Context, event string) (listening, known bool) {
+	v, ok := ctx.Value(standingKnownKey{}).(standingKnownValue)
+	if !ok || v.event != event {
+		return false, false
+	}
+	return v.listening, true
+}

@@ -224,4 +224,29 @@ func TestOrderRulesApply(t *testing.T) {
 	require.False(t, dispatch)
 	_, _, _, err = store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, hub, "r4"), "order_created")
 	require.ErrorIs(t, err, store.ErrConflict, "the insert's error, as CreateOrder's")
+
+	// And whether a standing order listens to the event: only an active
+	// one of that event, of the organization.
+	probe := func(ext, event string) store.OrderProbe {
+		t.Helper()
+		_, p, err := store.CreateOrderProbeEvents(ctx, s.Pool, orderTestNew(org, shop, ext), "order_created", event)
+		require.NoError(t, err)
+		return p
+	}
+	require.False(t, probe("s1", "on_order_created").Standing, "none yet")
+	standing := func(orgID uuid.UUID, trigger string, active bool) {
+		t.Helper()
+		_, err := store.SaveAgentStandingOrder(ctx, s.Pool, store.AgentStandingOrder{ID: uuid.New(), OrganizationID: orgID, Name: trigger,
+			NaturalLanguage: "x", TriggerType: trigger, IsActive: active})
+		require.NoError(t, err)
+	}
+	standing(other, "on_order_created", true)
+	standing(org, "on_order_updated", true)
+	standing(org, "on_order_created", false)
+	require.False(t, probe("s2", "on_order_created").Standing, "another organization's, another event's, an inactive one")
+	standing(org, "on_order_created", true)
+	p := probe("s3", "on_order_created")
+	require.True(t, p.Standing)
+	require.True(t, p.Dispatch, "the rules' answers as before")
+	require.False(t, probe("s4", "").Standing, "no event asked")
 }

@@ -125,23 +125,46 @@ func insertOrderErr(err error) error {
 // statement rather than a batch of two saves the server a second bind and
 // executor start on the hottest write of the service.
 func CreateOrderProbe(ctx context.Context, db DBTX, o Order, trigger string) (Order, bool, bool, error) {
-	args := append(insertOrderArgs(&o), trigger)
-	var split, dispatch bool
-	err := db.QueryRow(ctx, createOrderProbeSQL, args...).Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt, &split, &dispatch)
+	created, p, err := CreateOrderProbeEvents(ctx, db, o, trigger, "")
+	return created, p.Split, p.Dispatch, err
+}
+
+// OrderProbe is what CreateOrderProbeEvents learned with the insert.
+type OrderProbe struct {
+	// Split and Dispatch: an active split rule or dispatcher of the
+	// trigger applies to the order.
+	Split, Dispatch bool
+	// Standing: the organization has an active standing order of the
+	// event (false when no event was asked about).
+	Standing bool
+}
+
+// CreateOrderProbeEvents is CreateOrderProbe that also asks whether the
+// organization has any active standing order of event (the agent's
+// trigger type, e.g. on_order_created; "" asks nothing), so that telling
+// the event to nobody costs no round trip of its own
+// (rules.WithStandingKnown): POST /orders is then one statement.
+func CreateOrderProbeEvents(ctx context.Context, db DBTX, o Order, trigger, event string) (Order, OrderProbe, error) {
+	args := append(insertOrderArgs(&o), trigger, event)
+	var p OrderProbe
+	err := db.QueryRow(ctx, createOrderProbeSQL, args...).Scan(&o.OrderedAt, &o.CreatedAt, &o.UpdatedAt, &p.Split, &p.Dispatch, &p.Standing)
 	if err != nil {
-		return Order{}, false, false, insertOrderErr(err)
+		return Order{}, OrderProbe{}, insertOrderErr(err)
 	}
-	return o, split, dispatch, nil
+	return o, p, nil
 }
 
 // createOrderProbeSQL is insertOrderSQL with the rules question ($23: the
-// trigger; an order without a bridge meets no rule). The question reads
-// the rule tables, never the order just inserted.
+// trigger; an order without a bridge meets no rule) and the standing
+// orders question ($24: the event, ” for none; the partial index
+// agent_standing_orders_trigger_idx answers it). The questions read the
+// rule tables, never the order just inserted.
 var createOrderProbeSQL = `WITH ins AS (` + insertOrderSQL + `)
 SELECT ins.ordered_at, ins.created_at, ins.updated_at,
   $3::uuid IS NOT NULL AND EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = $2 AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = $3)),
   $3::uuid IS NOT NULL AND (EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = $2 AND d.is_active AND d.source_bridge_ids @> ARRAY[$3::uuid] AND ($23::text = '' OR $23::text = ANY(d.trigger_on)))
-    OR ` + embedDefaultAppliesSQL("$2::uuid", "$3::uuid", "$23::text") + `)
+    OR ` + embedDefaultAppliesSQL("$2::uuid", "$3::uuid", "$23::text") + `),
+  $24::text <> '' AND EXISTS (SELECT 1 FROM agent_standing_orders a WHERE a.organization_id = $2 AND a.trigger_type = $24::text AND a.is_active)
 FROM ins`
 
 // OrderByID finds an order of the organization.

@@ -23,11 +23,21 @@ func RegisterUUID(conn *pgx.Conn) {
 type uuidCodec struct{ pgtype.UUIDCodec }
 
 func (c uuidCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
-	if _, ok := value.(uuid.UUID); ok {
+	switch value.(type) {
+	case uuid.UUID:
 		if format == pgtype.BinaryFormatCode {
 			return encodeUUIDBinary{}
 		}
 		return encodeUUIDText{}
+	case *uuid.UUID:
+		// A pointer (a nullable column such as orders.bridge_id) would
+		// otherwise go through its driver.Valuer: a string that fails to
+		// encode as binary (an error built with fmt), then is scanned
+		// back and encoded again.
+		if format == pgtype.BinaryFormatCode {
+			return encodeUUIDPtr{encodeUUIDBinary{}}
+		}
+		return encodeUUIDPtr{encodeUUIDText{}}
 	}
 	return c.UUIDCodec.PlanEncode(m, oid, format, value)
 }
@@ -47,6 +57,17 @@ type encodeUUIDBinary struct{}
 func (encodeUUIDBinary) Encode(value any, buf []byte) ([]byte, error) {
 	u := value.(uuid.UUID)
 	return append(buf, u[:]...), nil
+}
+
+// encodeUUIDPtr encodes a *uuid.UUID (nil: NULL) with plan.
+type encodeUUIDPtr struct{ plan pgtype.EncodePlan }
+
+func (e encodeUUIDPtr) Encode(value any, buf []byte) ([]byte, error) {
+	u := value.(*uuid.UUID)
+	if u == nil {
+		return nil, nil
+	}
+	return e.plan.Encode(*u, buf)
 }
 
 type encodeUUIDText struct{}
