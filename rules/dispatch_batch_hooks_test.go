@@ -34,7 +34,7 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 		_, err := store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: name,
 			SourceBridgeIDs: []uuid.UUID{shop}, DestinationBridgeID: to, DestinationConfig: json.RawMessage(`{}`),
 			Conditions: json.RawMessage(fmt.Sprintf(`[{"field": "totals.total", "operator": "greater_than", "value": %v}]`, over)),
-			MatchMode: "all", TriggerOn: []string{trigger}, IsActive: true})
+			MatchMode:  "all", TriggerOn: []string{trigger}, IsActive: true})
 		require.NoError(t, err)
 	}
 	dispatcher("Over 100", hub, 100, TriggerOrderCreated)
