@@ -355,8 +355,8 @@ func (h *Hooks) Dispatch(ctx context.Context, orgID, orderID uuid.UUID, trigger 
 // matches assigned in one statement, the drainers signalled once. A split
 // parent among them is dispatched alone (Dispatch routes its children).
 func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) ([]store.DispatchAssignment, error) {
-	byOrder, err := store.ActiveDispatchersForOrders(ctx, h.Store.Pool, orgID, orderIDs, trigger)
-	if err != nil || len(byOrder) == 0 {
+	stored, byOrder, err := store.ActiveDispatchersForOrders(ctx, h.Store.Pool, orgID, orderIDs, trigger)
+	if err != nil || len(stored) == 0 {
 		return nil, err
 	}
 	ids := make([]uuid.UUID, 0, len(byOrder))
@@ -369,14 +369,28 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: load orders: %w", err)
 	}
+	// Each dispatcher compiled once, in priority order (an order's first
+	// matching dispatcher takes it).
+	compiled := make([]*CompiledDispatcher, 0, len(stored))
+	var setIDs []uuid.UUID
+	for _, d := range stored {
+		c, err := CompileDispatcher(d)
+		if err != nil { // cannot happen for dispatchers written through the API
+			h.logger().ErrorContext(ctx, "dispatcher does not compile", "dispatcher_id", d.ID, "error", err)
+			continue
+		}
+		compiled = append(compiled, c)
+		setIDs = append(setIDs, c.Program.SetIDs()...)
+	}
+	sets, err := h.Sets.Load(ctx, h.Store.Pool, orgID, setIDs)
+	if err != nil {
+		return nil, err
+	}
 	var created []store.DispatchAssignment
 	var errs []error
-	compiled := map[uuid.UUID]*CompiledDispatcher{}
-	var order []uuid.UUID // dispatchers in the order first met
 	matches := map[uuid.UUID][]uuid.UUID{}
-	var setIDs []uuid.UUID
 	for _, o := range orders {
-		if IsSplitParent(o.Metadata) {
+		if IsSplitParent(o.Metadata) { // its children are routed
 			as, err := h.Dispatch(ctx, orgID, o.ID, trigger)
 			created = append(created, as...)
 			if err != nil {
@@ -384,48 +398,25 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 			}
 			continue
 		}
-		for _, d := range byOrder[o.ID] {
-			if _, ok := compiled[d.ID]; ok {
-				continue
-			}
-			c, err := CompileDispatcher(d)
-			if err != nil { // cannot happen for dispatchers written through the API
-				h.logger().ErrorContext(ctx, "dispatcher does not compile", "dispatcher_id", d.ID, "error", err)
-				compiled[d.ID] = nil
-				continue
-			}
-			compiled[d.ID] = c
-			order = append(order, d.ID)
-			setIDs = append(setIDs, c.Program.SetIDs()...)
-		}
-	}
-	sets, err := h.Sets.Load(ctx, h.Store.Pool, orgID, setIDs)
-	if err != nil {
-		return created, err
-	}
-	for _, o := range orders {
-		if IsSplitParent(o.Metadata) {
-			continue
-		}
 		doc, err := OrderDoc(o)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		for _, d := range byOrder[o.ID] {
-			if c := compiled[d.ID]; c != nil && c.Program.Match(doc, sets) {
-				matches[d.ID] = append(matches[d.ID], o.ID)
+		for _, c := range compiled {
+			if slices.Contains(byOrder[o.ID], c.ID) && c.Program.Match(doc, sets) {
+				matches[c.ID] = append(matches[c.ID], o.ID)
 			}
 		}
 	}
 	var batch []store.DispatchAssignment
-	for _, id := range order {
-		if len(matches[id]) == 0 {
+	for _, c := range compiled {
+		if len(matches[c.ID]) == 0 {
 			continue
 		}
-		as, err := store.CreateAssignments(ctx, h.Store.Pool, compiled[id].Dispatcher, matches[id], map[string]any{"trigger": trigger})
+		as, err := store.CreateAssignments(ctx, h.Store.Pool, c.Dispatcher, matches[c.ID], map[string]any{"trigger": trigger})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("dispatcher %s: %w", id, err))
+			errs = append(errs, fmt.Errorf("dispatcher %s: %w", c.ID, err))
 			continue
 		}
 		batch = append(batch, as...)

@@ -30,14 +30,17 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 		return id
 	}
 	shop, other, hub, hub2 := bridge("storefront_a"), bridge("storefront_a"), bridge("shipping_hub_a"), bridge("shipping_hub_a")
-	dispatcher := func(name string, to uuid.UUID, over float64, trigger string) {
-		_, err := store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: name,
+	dispatcher := func(name string, to uuid.UUID, over float64, trigger string, priority ...int) uuid.UUID {
+		d, err := store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: name, Priority: append(priority, 0)[0],
 			SourceBridgeIDs: []uuid.UUID{shop}, DestinationBridgeID: to, DestinationConfig: json.RawMessage(`{}`),
 			Conditions: json.RawMessage(fmt.Sprintf(`[{"field": "totals.total", "operator": "greater_than", "value": %v}]`, over)),
 			MatchMode:  "all", TriggerOn: []string{trigger}, IsActive: true})
 		require.NoError(t, err)
+		return d.ID
 	}
-	dispatcher("Over 100", hub, 100, TriggerOrderCreated)
+	over100 := dispatcher("Over 100", hub, 100, TriggerOrderCreated)
+	// Higher priority, same destination: takes the orders over 200.
+	top := dispatcher("Top", hub, 200, TriggerOrderCreated, 10)
 	dispatcher("Over 300", hub2, 300, TriggerOrderCreated)
 	dispatcher("Manual", hub2, 0, TriggerManual)
 	order := func(b uuid.UUID, total float64) uuid.UUID {
@@ -72,6 +75,20 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	require.Len(t, g, 2)
 	require.ElementsMatch(t, want[hub], g[hub])
 	require.ElementsMatch(t, want[hub2], g[hub2])
+	by := func() map[uuid.UUID]uuid.UUID {
+		rows, err := s.Pool.Query(ctx, `SELECT order_id, dispatcher_id FROM dispatch_assignments WHERE destination_bridge_id = $1`, hub)
+		require.NoError(t, err)
+		out := map[uuid.UUID]uuid.UUID{}
+		for rows.Next() {
+			var o, d uuid.UUID
+			require.NoError(t, rows.Scan(&o, &d))
+			out[o] = d
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	wantBy := map[uuid.UUID]uuid.UUID{ids[1]: over100, ids[2]: top, ids[3]: top}
+	require.Equal(t, wantBy, by())
 
 	// Again (a retried page): nothing more.
 	require.NoError(t, h.OrdersCreated(ctx, org.ID, ids))
@@ -88,4 +105,5 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	g = got()
 	require.ElementsMatch(t, want[hub], g[hub])
 	require.ElementsMatch(t, want[hub2], g[hub2])
+	require.Equal(t, wantBy, by())
 }

@@ -311,12 +311,13 @@ func OrdersRulesApply(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []
 }
 
 // ActiveDispatchersForOrders is ActiveDispatchersForOrder for many
-// orders of the organization in one round trip: each order's dispatchers,
-// in the order ActiveDispatchersForOrder gives them.
-func ActiveDispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) (map[uuid.UUID][]Dispatcher, error) {
-	out := map[uuid.UUID][]Dispatcher{}
+// orders of the organization in one round trip: the dispatchers that apply
+// to any of them, in ActiveDispatchersForOrder's order (priority
+// descending, name, id), and the ids of each order's.
+func ActiveDispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) ([]Dispatcher, map[uuid.UUID][]uuid.UUID, error) {
+	byOrder := map[uuid.UUID][]uuid.UUID{}
 	if len(orderIDs) == 0 {
-		return out, nil
+		return nil, byOrder, nil
 	}
 	rows, _ := db.Query(ctx, `SELECT o.id AS for_order_id, `+prefixCols("d.", dispatcherCols)+` FROM orders o
   JOIN dispatchers d ON d.organization_id = o.organization_id AND d.is_active
@@ -324,19 +325,23 @@ func ActiveDispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, o
         OR (d.id = `+embedDefaultDispatcherSQL("o.organization_id", "o.bridge_id")+`
             AND d.destination_bridge_id <> o.bridge_id AND `+embedDefaultTriggerSQL("$3")+`))
  WHERE o.organization_id = $1 AND o.id = ANY($2) AND o.bridge_id IS NOT NULL
- ORDER BY o.id, d.priority DESC, d.name, d.id`, orgID, orderIDs, trigger)
+ ORDER BY d.priority DESC, d.name, d.id, o.id`, orgID, orderIDs, trigger)
 	type row struct {
 		ForOrderID uuid.UUID `db:"for_order_id"`
 		Dispatcher
 	}
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[row])
 	if err != nil {
-		return nil, mapErr(err)
+		return nil, nil, mapErr(err)
 	}
+	var ds []Dispatcher
 	for _, r := range list {
-		out[r.ForOrderID] = append(out[r.ForOrderID], r.Dispatcher)
+		if len(ds) == 0 || ds[len(ds)-1].ID != r.Dispatcher.ID {
+			ds = append(ds, r.Dispatcher)
+		}
+		byOrder[r.ForOrderID] = append(byOrder[r.ForOrderID], r.Dispatcher.ID)
 	}
-	return out, nil
+	return ds, byOrder, nil
 }
 
 // prefixCols qualifies each column of a column list with prefix.
