@@ -676,7 +676,14 @@ func notSupported(task, bridgeType string) error {
 
 func (a *BridgeTaskActivities) runHooks(ctx context.Context, orgID uuid.UUID, ids []uuid.UUID) {
 	hooks := a.OrderHooks
-	if hooks == nil {
+	if hooks == nil || len(ids) == 0 {
+		return
+	}
+	if batch, ok := hooks.(rules.OrderBatchHooks); ok {
+		// The page's orders in a few round trips, not a few per order.
+		if err := batch.OrdersCreated(ctx, orgID, ids); err != nil {
+			a.log().WarnContext(ctx, "order-created hooks failed", "organization_id", orgID, "orders", len(ids), "error", err)
+		}
 		return
 	}
 	for _, id := range ids {

@@ -29,6 +29,9 @@ const (
 	// pushes in about this long, so a slow destination's page still ends
 	// (and heartbeats) well inside its activity timeout.
 	DispatchPageSeconds = 30
+	// dispatchSubPages: a page of a fast destination claims up to this
+	// many pages of DispatchPageMax, each while pushing the one before.
+	dispatchSubPages = 8
 	// DispatchConcurrency bounds the pushes in flight of one page.
 	DispatchConcurrency = 8
 	// DispatchClaimLease is how long a page's claim holds its rows; past it
@@ -110,7 +113,9 @@ type DrainPageResult struct {
 }
 
 // DrainDispatchPage claims a page of the destination's pending
-// assignments (store.ClaimAssignments: short statement, SKIP LOCKED),
+// assignments (store.ClaimAssignments: short statement, SKIP LOCKED) —
+// for a destination fast enough, up to dispatchSubPages pages, each
+// claimed (store.ClaimMoreAssignments) while the one before is pushed —,
 // pushes each order through the connector's OrderPusher — at most
 // Concurrency at once, at the bridge's DispatchRate, a 429 pausing every
 // push of the page for the wait the platform asked for — and records the
@@ -119,6 +124,7 @@ type DrainPageResult struct {
 // a crash updates what the first made. It heartbeats its counts.
 func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPageInput) (DrainPageResult, error) {
 	var out DrainPageResult
+	began := time.Now()
 	bt := &BridgeTaskActivities{Store: a.Store, Secrets: a.Secrets, Platforms: a.Platforms}
 	b, pb, conn, err := bt.openBridge(ctx, in.OrganizationID, in.BridgeID.String())
 	if err != nil {
@@ -142,7 +148,20 @@ func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPage
 	if perSecond > 0 {
 		size = min(size, max(1, int(perSecond*DispatchPageSeconds)))
 	}
-	claimed, err := store.ClaimAssignments(ctx, a.Store.Pool, in.OrganizationID, in.BridgeID, in.Token, size, DispatchClaimLease)
+	// A destination fast enough to push several pages in
+	// DispatchPageSeconds gets them in one activity, each claimed while
+	// the one before is pushed (no pause between pages). A retry takes
+	// back every row its attempts hold (at most subPages pages) in one
+	// claim, and claims nothing more.
+	subPages := dispatchSubPages
+	if perSecond > 0 {
+		subPages = min(subPages, max(1, int(perSecond*DispatchPageSeconds)/size))
+	}
+	first := size
+	if activity.GetInfo(ctx).Attempt > 1 {
+		first, subPages = size*subPages, 1
+	}
+	claimed, err := store.ClaimAssignments(ctx, a.Store.Pool, in.OrganizationID, in.BridgeID, in.Token, first, DispatchClaimLease)
 	if err != nil {
 		return out, fmt.Errorf("claim assignments: %w", err)
 	}
@@ -150,17 +169,9 @@ func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPage
 	if len(claimed) == 0 {
 		return out, nil
 	}
-	ids := make([]uuid.UUID, len(claimed))
-	for i, c := range claimed {
-		ids[i] = c.OrderID
-	}
-	list, err := store.OrdersByIDs(ctx, a.Store.Pool, in.OrganizationID, ids)
+	orders, err := a.claimedOrders(ctx, in.OrganizationID, claimed)
 	if err != nil {
-		return out, fmt.Errorf("read orders: %w", err)
-	}
-	orders := make(map[uuid.UUID]store.Order, len(list))
-	for _, o := range list {
-		orders[o.ID] = o
+		return out, err
 	}
 
 	conc := in.Concurrency
@@ -172,20 +183,19 @@ func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPage
 		limiter = rate.NewLimiter(rate.Limit(perSecond), max(1, min(conc, int(perSecond))))
 	}
 	p := &pagePusher{a: a, in: in, out: &out, pause: newPause()}
-	work := make(chan store.ClaimedAssignment)
+	work := make(chan claimedOrder)
 	var wg sync.WaitGroup
-	for range min(conc, len(claimed)) {
+	for range min(conc, max(len(claimed), (subPages-1)*size)) {
 		wg.Go(func() {
-			for c := range work {
-				o, ok := orders[c.OrderID]
-				if !ok { // deleted: its assignment went with it
+			for w := range work {
+				if !w.found { // deleted: its assignment went with it
 					continue
 				}
-				if o.Status == "cancelled" {
-					p.record(ctx, store.BatchOutcome{ID: c.ID, Status: store.AssignmentSkipped, ErrorMessage: "the order is cancelled"})
+				if w.order.Status == "cancelled" {
+					p.record(ctx, store.BatchOutcome{ID: w.ID, Status: store.AssignmentSkipped, ErrorMessage: "the order is cancelled"})
 					continue
 				}
-				p.record(ctx, p.push(ctx, bt, b, pusher, pb, limiter, c, o))
+				p.record(ctx, p.push(ctx, bt, b, pusher, pb, limiter, w.ClaimedAssignment, w.order))
 			}
 		})
 	}
@@ -202,16 +212,52 @@ func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPage
 			}
 		}
 	}()
+	// The pages: the first, then each next one claimed while the one
+	// before is fed to the pushers (unbuffered: one page ahead at most).
+	pages := make(chan []claimedOrder)
+	var claimErr error
+	var claimer sync.WaitGroup
+	claimer.Go(func() {
+		defer close(pages)
+		page := orders
+		for k := 1; ; k++ {
+			select {
+			case pages <- page:
+			case <-ctx.Done():
+				return
+			}
+			if k >= subPages || time.Since(began) >= DispatchPageSeconds*time.Second {
+				return
+			}
+			more, err := store.ClaimMoreAssignments(ctx, a.Store.Pool, in.OrganizationID, in.BridgeID, in.Token, size, DispatchClaimLease)
+			if err != nil || len(more) == 0 {
+				// Nothing claimed: the next page claims again.
+				return
+			}
+			p.mu.Lock()
+			out.Claimed += len(more)
+			p.mu.Unlock()
+			if page, err = a.claimedOrders(ctx, in.OrganizationID, more); err != nil {
+				// Claimed but not pushed: the attempt fails, its retry
+				// takes them back.
+				claimErr = err
+				return
+			}
+		}
+	})
 feed:
-	for _, c := range claimed {
-		select {
-		case work <- c:
-		case <-ctx.Done():
-			break feed
+	for page := range pages {
+		for _, w := range page {
+			select {
+			case work <- w:
+			case <-ctx.Done():
+				break feed
+			}
 		}
 	}
 	close(work)
 	wg.Wait()
+	claimer.Wait()
 	close(hbDone)
 	// What was pushed is recorded even when the attempt is cancelled; the
 	// rest stays claimed for a retry (or, past the lease, any page).
@@ -223,7 +269,41 @@ feed:
 	if err := ctx.Err(); err != nil {
 		return p.counts(), err
 	}
+	if claimErr != nil {
+		return p.counts(), claimErr
+	}
 	return p.counts(), nil
+}
+
+// claimedOrder is a claimed assignment with its order (found false: the
+// order is gone).
+type claimedOrder struct {
+	store.ClaimedAssignment
+	order store.Order
+	found bool
+}
+
+// claimedOrders reads the orders of claimed assignments, in the claim's
+// order.
+func (a *DispatchActivities) claimedOrders(ctx context.Context, orgID uuid.UUID, claimed []store.ClaimedAssignment) ([]claimedOrder, error) {
+	ids := make([]uuid.UUID, len(claimed))
+	for i, c := range claimed {
+		ids[i] = c.OrderID
+	}
+	list, err := store.OrdersByIDs(ctx, a.Store.Pool, orgID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read orders: %w", err)
+	}
+	byID := make(map[uuid.UUID]store.Order, len(list))
+	for _, o := range list {
+		byID[o.ID] = o
+	}
+	out := make([]claimedOrder, len(claimed))
+	for i, c := range claimed {
+		o, ok := byID[c.OrderID]
+		out[i] = claimedOrder{ClaimedAssignment: c, order: o, found: ok}
+	}
+	return out, nil
 }
 
 // failPage claims a page and fails every row with msg (the destination

@@ -145,7 +145,9 @@ func startTraced(t testing.TB, tr *telemetry.Tracing, plat *platforms.Registry, 
 	require.NoError(t, worker.EnsureSearchAttributes(ctx, c, ts.GetDefaultNamespace()))
 
 	if plat == nil {
-		plat = platforms.NewAPIRegistry(platforms.SandboxURLs(sb.URL), sb.Client(), nil)
+		// The client fos gives its connectors (connections kept for a
+		// drainer's pushes in flight).
+		plat = platforms.NewAPIRegistry(platforms.SandboxURLs(sb.URL), platforms.NewHTTPClient(30*time.Second), nil)
 	}
 	deps := worker.Deps{
 		Store:     st,

@@ -455,3 +455,19 @@ func firstNonEmpty(vals ...string) string {
 	}
 	return ""
 }
+
+// IdleConnsPerHost is how many idle connections a platform client keeps
+// per host: more than a dispatch drainer's pushes in flight
+// (activities.DispatchConcurrency), so a drain reuses its connections
+// instead of opening one (over TLS: a handshake) for most pushes, as
+// net/http's default of 2 would have it.
+const IdleConnsPerHost = 32
+
+// NewHTTPClient is the platform connectors' HTTP client: the default
+// transport keeping IdleConnsPerHost idle connections per host, and the
+// timeout given.
+func NewHTTPClient(timeout time.Duration) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = IdleConnsPerHost
+	return &http.Client{Transport: tr, Timeout: timeout}
+}

@@ -20,6 +20,7 @@ package rules
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -91,6 +92,50 @@ func (h *Hooks) OrderCreated(ctx context.Context, orgID, orderID uuid.UUID) erro
 		return splitErr
 	}
 	return err
+}
+
+// OrderBatchHooks is implemented by OrderHooks that run a batch of new
+// orders of one organization (a sync page) in a few round trips rather
+// than a few per order.
+type OrderBatchHooks interface {
+	OrdersCreated(ctx context.Context, orgID uuid.UUID, orderIDs []uuid.UUID) error
+}
+
+var _ OrderBatchHooks = (*Hooks)(nil)
+
+// OrdersCreated is OrderCreated for each of the orders, in batch: one
+// query tells which orders split rules and dispatchers apply to; an
+// order a split rule applies to runs OrderCreated alone (its children
+// are dispatched); the others' order_created dispatchers run together
+// (DispatchOrders). The errors are joined.
+func (h *Hooks) OrdersCreated(ctx context.Context, orgID uuid.UUID, orderIDs []uuid.UUID) error {
+	if len(orderIDs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
+	defer cancel()
+	split, dispatch, err := store.OrdersRulesApply(ctx, h.Store.Pool, orgID, orderIDs, TriggerOrderCreated)
+	if err != nil {
+		return fmt.Errorf("order rules: %w", err)
+	}
+	var errs []error
+	var batch []uuid.UUID
+	for _, id := range orderIDs {
+		switch {
+		case split[id]:
+			if err := h.OrderCreated(WithRulesKnown(ctx, true, dispatch[id]), orgID, id); err != nil {
+				errs = append(errs, fmt.Errorf("order %s: %w", id, err))
+			}
+		case dispatch[id]:
+			batch = append(batch, id)
+		}
+	}
+	if len(batch) > 0 {
+		if _, err := h.DispatchOrders(ctx, orgID, batch, TriggerOrderCreated); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 type rulesKnownKey struct{}

@@ -19,7 +19,7 @@ import (
 // size can be exercised.
 const (
 	StoreSize    = 300
-	MaxStoreSize = 20000
+	MaxStoreSize = 100000
 	// maxStores bounds the stores one handler keeps (oldest forgotten).
 	maxStores = 1000
 )
@@ -60,6 +60,9 @@ func generateOrders(bridgeType, store string, n int) []order {
 	step, jitter := 4*time.Hour, 20*60
 	if n > 1000 {
 		step, jitter = time.Hour, 60
+	}
+	if n > 20000 {
+		step, jitter = 5*time.Minute, 5
 	}
 	out := make([]order, 0, n)
 	for i := 0; i < n; i++ {

@@ -79,6 +79,8 @@ type hubAccount struct {
 	storeID      int64
 	orders       []hubOrder // by orderId
 	byID         map[int64]int
+	byKey        map[string]int // orderKey → index, of orders[:keyed] (indexOfKey)
+	keyed        int
 	shipments    []hubShipment
 	fulfillments []hubFulfillment
 	warehouses   []hubWarehouse

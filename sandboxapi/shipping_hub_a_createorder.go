@@ -45,12 +45,7 @@ func (s *hubSandbox) createOrder(w http.ResponseWriter, r *http.Request) {
 	acct := s.accountOf(r)
 	idx := -1
 	if req.OrderKey != "" {
-		for i := range acct.orders {
-			if acct.orders[i].OrderKey == req.OrderKey {
-				idx = i
-				break
-			}
-		}
+		idx = acct.indexOfKey(req.OrderKey)
 	}
 	var o hubOrder
 	if idx >= 0 {
@@ -87,4 +82,35 @@ func (s *hubSandbox) createOrder(w http.ResponseWriter, r *http.Request) {
 		acct.orders = append(acct.orders, o)
 	}
 	writeJSON(w, http.StatusOK, o)
+}
+
+// indexOfKey is the index of the account's first order with the given
+// orderKey, or -1: a map over the orders (indexed as they are appended,
+// whichever handler appended them), so a drain of 100,000 pushes does not
+// scan the account's orders once per push.
+func (a *hubAccount) indexOfKey(key string) int {
+	if a.byKey == nil {
+		a.byKey = make(map[string]int, len(a.orders))
+	}
+	for ; a.keyed < len(a.orders); a.keyed++ {
+		if k := a.orders[a.keyed].OrderKey; k != "" {
+			if _, dup := a.byKey[k]; !dup {
+				a.byKey[k] = a.keyed
+			}
+		}
+	}
+	i, ok := a.byKey[key]
+	if !ok {
+		return -1
+	}
+	if a.orders[i].OrderKey == key {
+		return i
+	}
+	// A key changed in place since it was indexed: look the slow way.
+	for i := range a.orders {
+		if a.orders[i].OrderKey == key {
+			return i
+		}
+	}
+	return -1
 }

@@ -654,7 +654,7 @@ func (s *wcSandbox) listOrders(w http.ResponseWriter, r *http.Request, st *wcSto
 	}
 
 	s.mu.Lock()
-	// Indices, not copies: a store may hold 20,000 orders.
+	// Indices, not copies: a store may hold 100,000 orders.
 	var matched []int
 	for i := range st.orders {
 		o := &st.orders[i]

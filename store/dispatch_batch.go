@@ -28,10 +28,21 @@ type ClaimedAssignment struct {
 // never wait on each other nor take the same row); the rows become
 // processing, claimed_by token, claimed_until now + lease.
 func ClaimAssignments(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, token string, limit int, lease time.Duration) ([]ClaimedAssignment, error) {
+	return claimAssignments(ctx, db, orgID, bridgeID, token, limit, lease, true)
+}
+
+// ClaimMoreAssignments is ClaimAssignments without the rows token holds
+// already: the next page of a claimer still pushing the rows it claimed
+// before (pending rows oldest first, then rows whose lease ran out).
+func ClaimMoreAssignments(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, token string, limit int, lease time.Duration) ([]ClaimedAssignment, error) {
+	return claimAssignments(ctx, db, orgID, bridgeID, token, limit, lease, false)
+}
+
+func claimAssignments(ctx context.Context, db DBTX, orgID, bridgeID uuid.UUID, token string, limit int, lease time.Duration, own bool) ([]ClaimedAssignment, error) {
 	rows, _ := db.Query(ctx, `
 WITH own AS (
     SELECT id FROM dispatch_assignments
-     WHERE destination_bridge_id = $2 AND organization_id = $1 AND status = 'processing' AND claimed_by = $3
+     WHERE $6 AND destination_bridge_id = $2 AND organization_id = $1 AND status = 'processing' AND claimed_by = $3
      LIMIT $4 FOR UPDATE SKIP LOCKED
 ), pending AS (
     SELECT id FROM dispatch_assignments
@@ -53,7 +64,7 @@ WITH own AS (
      WHERE a.id = p.id
     RETURNING a.id, a.order_id, a.created_at
 )
-SELECT id, order_id, created_at FROM claimed ORDER BY created_at, id`, orgID, bridgeID, token, limit, lease.Seconds())
+SELECT id, order_id, created_at FROM claimed ORDER BY created_at, id`, orgID, bridgeID, token, limit, lease.Seconds(), own)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[ClaimedAssignment])
 	return out, mapErr(err)
 }

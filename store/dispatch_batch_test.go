@@ -136,3 +136,39 @@ func TestClaimAssignmentsAndFinish(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "drainer", *begun.ClaimedBy)
 }
+
+// A claimer still pushing its first page claims the next with
+// ClaimMoreAssignments: other rows, never the ones it holds (they are in
+// flight); a retry (ClaimAssignments) takes all it holds back.
+func TestClaimMoreAssignments(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, shop := orderTestOrg(t, s)
+	hub, _ := batchTestAssignments(t, s, org, shop, 25)
+
+	first, err := store.ClaimAssignments(ctx, s.Pool, org, hub, "page", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, first, 10)
+	held := map[uuid.UUID]bool{}
+	for _, c := range first {
+		held[c.ID] = true
+	}
+	next, err := store.ClaimMoreAssignments(ctx, s.Pool, org, hub, "page", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, next, 10)
+	for _, c := range next {
+		require.False(t, held[c.ID], "a row in flight claimed again")
+		held[c.ID] = true
+	}
+	last, err := store.ClaimMoreAssignments(ctx, s.Pool, org, hub, "page", 10, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, last, 5, "the rest")
+	none, err := store.ClaimMoreAssignments(ctx, s.Pool, org, hub, "page", 10, time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	// The page's retry takes back every row it holds.
+	again, err := store.ClaimAssignments(ctx, s.Pool, org, hub, "page", 100, time.Minute)
+	require.NoError(t, err)
+	require.Len(t, again, 25)
+}

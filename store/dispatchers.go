@@ -283,6 +283,67 @@ func OrderRulesApply(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, tri
 	return split, dispatch, mapErr(err)
 }
 
+// OrdersRulesApply is OrderRulesApply for many orders of the organization
+// in one round trip (a sync page): the orders some active split rule
+// applies to, and those some active dispatcher of trigger applies to.
+func OrdersRulesApply(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) (split, dispatch map[uuid.UUID]bool, err error) {
+	split, dispatch = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
+	if len(orderIDs) == 0 {
+		return split, dispatch, nil
+	}
+	rows, _ := db.Query(ctx, `SELECT o.id,
+  EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = o.organization_id AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = o.bridge_id)),
+  EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = o.organization_id AND d.is_active AND d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
+  OR `+embedDefaultAppliesSQL("o.organization_id", "o.bridge_id", "$3")+`
+  FROM orders o WHERE o.organization_id = $1 AND o.id = ANY($2) AND o.bridge_id IS NOT NULL`, orgID, orderIDs, trigger)
+	var id uuid.UUID
+	var sp, di bool
+	_, err = pgx.ForEachRow(rows, []any{&id, &sp, &di}, func() error {
+		if sp {
+			split[id] = true
+		}
+		if di {
+			dispatch[id] = true
+		}
+		return nil
+	})
+	return split, dispatch, mapErr(err)
+}
+
+// ActiveDispatchersForOrders is ActiveDispatchersForOrder for many
+// orders of the organization in one round trip: the dispatchers that apply
+// to any of them, in ActiveDispatchersForOrder's order (priority
+// descending, name, id), and the ids of each order's.
+func ActiveDispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) ([]Dispatcher, map[uuid.UUID][]uuid.UUID, error) {
+	byOrder := map[uuid.UUID][]uuid.UUID{}
+	if len(orderIDs) == 0 {
+		return nil, byOrder, nil
+	}
+	rows, _ := db.Query(ctx, `SELECT o.id AS for_order_id, `+prefixCols("d.", dispatcherCols)+` FROM orders o
+  JOIN dispatchers d ON d.organization_id = o.organization_id AND d.is_active
+   AND ((d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
+        OR (d.id = `+embedDefaultDispatcherSQL("o.organization_id", "o.bridge_id")+`
+            AND d.destination_bridge_id <> o.bridge_id AND `+embedDefaultTriggerSQL("$3")+`))
+ WHERE o.organization_id = $1 AND o.id = ANY($2) AND o.bridge_id IS NOT NULL
+ ORDER BY d.priority DESC, d.name, d.id, o.id`, orgID, orderIDs, trigger)
+	type row struct {
+		ForOrderID uuid.UUID `db:"for_order_id"`
+		Dispatcher
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[row])
+	if err != nil {
+		return nil, nil, mapErr(err)
+	}
+	var ds []Dispatcher
+	for _, r := range list {
+		if len(ds) == 0 || ds[len(ds)-1].ID != r.Dispatcher.ID {
+			ds = append(ds, r.Dispatcher)
+		}
+		byOrder[r.ForOrderID] = append(byOrder[r.ForOrderID], r.Dispatcher.ID)
+	}
+	return ds, byOrder, nil
+}
+
 // prefixCols qualifies each column of a column list with prefix.
 func prefixCols(prefix, cols string) string {
 	parts := strings.Split(cols, ",")

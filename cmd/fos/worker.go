@@ -48,7 +48,7 @@ func platformRegistry(cfg config.Config) *platforms.Registry {
 		sandboxURL = cfg.SandboxURL
 	}
 	urls := platforms.APIURLsFromEnv(func(k string) string { return cfg.PlatformURLs[k] }, cfg.Sandbox, sandboxURL)
-	hc := &http.Client{Timeout: 30 * time.Second}
+	hc := platforms.NewHTTPClient(30 * time.Second)
 	storeClient := hc
 	if !cfg.Sandbox {
 		storeClient = netguard.NewClient(netguard.Options{AllowPrivate: cfg.AllowPrivateURLs})
