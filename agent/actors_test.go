@@ -180,6 +180,56 @@ func TestAgentServiceByActorKind(t *testing.T) {
 	}
 }
 
+// approveNote has the agent, in a conversation of caller, propose a note
+// on the fixture's order and approver approve it through svc (check runs
+// first, with the pending action's id); the decision svc hands to the
+// workflow is sent to it, as the Temporal adapter does. It answers the
+// conversation, the action and the outcome.
+func (f *fixture) approveNote(svc *agent.Service, runs *decisionRuns, caller, approver domain.Actor, check func(action uuid.UUID)) (uuid.UUID, uuid.UUID, agent.DecisionOutcome) {
+	t := f.t
+	raw, _ := json.Marshal(caller)
+	c, err := store.InsertAgentConversation(context.Background(), f.st.Pool, store.AgentConversation{ID: uuid.New(), OrganizationID: f.org, Title: "t", Actor: raw})
+	require.NoError(t, err)
+	r := f.run(c.ID)
+	u := r.chat(0, "add note call the customer to order "+f.order.String())
+	var action uuid.UUID
+	var approve *updateResult
+	r.env.RegisterDelayedCallback(func() {
+		list := f.actions(c.ID)
+		require.Len(t, list, 1)
+		action = list[0].ID
+		if check != nil {
+			check(action)
+		}
+		n := len(runs.decisions)
+		_, err := svc.Decide(context.Background(), approver, action, true, "ok")
+		require.NoError(t, err)
+		require.Len(t, runs.decisions, n+1)
+		approve = r.update(0, workflows.AgentDecideUpdate, runs.decisions[n])
+	}, time.Minute)
+	r.exec()
+	require.NoError(t, r.env.GetWorkflowError())
+	require.Equal(t, agent.StatusAwaitingApproval, status(t, u))
+	require.True(t, approve.done)
+	require.NoError(t, approve.err)
+	var out agent.DecisionOutcome
+	approve.into(&out)
+	return c.ID, action, out
+}
+
+// noteActivities are the note activities of the fixture's order.
+func (f *fixture) noteActivities() []store.OrderActivity {
+	acts, err := store.OrderActivities(context.Background(), f.st.Pool, f.org, f.order)
+	require.NoError(f.t, err)
+	var notes []store.OrderActivity
+	for _, act := range acts {
+		if act.Type == "note" {
+			notes = append(notes, act)
+		}
+	}
+	return notes
+}
+
 // A write the agent proposed for an API key waits for approval: only an
 // actor with agent:admin of the organization may decide it (the reader,
 // the writer it ran for and the agent acting for it are refused, another
@@ -192,45 +242,23 @@ func TestApprovalRecordsTheApprover(t *testing.T) {
 	svc := agent.New(agent.Deps{Store: f.st, Provider: f.model, Tools: f.svc.Tools(), Runs: runs})
 	ctx := context.Background()
 	reader, writer, admin := f.keys()
-	raw, _ := json.Marshal(writer)
-	c, err := store.InsertAgentConversation(ctx, f.st.Pool, store.AgentConversation{ID: uuid.New(), OrganizationID: f.org, Title: "t", Actor: raw})
-	require.NoError(t, err)
 	otherOrg := uuid.New()
 	f.insertOrg(otherOrg)
 	otherAdmin := admin
 	otherAdmin.OrganizationID = otherOrg
 
-	r := f.run(c.ID)
-	u := r.chat(0, "add note call the customer to order "+f.order.String())
-	var action uuid.UUID
-	var approve *updateResult
-	r.env.RegisterDelayedCallback(func() {
-		list := f.actions(c.ID)
-		require.Len(t, list, 1)
-		action = list[0].ID
-		for who, a := range map[string]domain.Actor{"reader": reader, "writer": writer, "agent": agentFor(writer, c.ID)} {
+	conv, action, out := f.approveNote(svc, runs, writer, admin, func(action uuid.UUID) {
+		for who, a := range map[string]domain.Actor{"reader": reader, "writer": writer, "agent": agentFor(writer, uuid.New())} {
 			_, err := svc.Decide(ctx, a, action, true, "")
 			requireScopeRefused(t, err, who)
 		}
 		_, err := svc.Decide(ctx, otherAdmin, action, true, "")
 		require.ErrorIs(t, err, domain.ErrNotFound)
 		require.Empty(t, runs.decisions)
-		_, err = svc.Decide(ctx, admin, action, true, "ok")
-		require.NoError(t, err)
-		require.Len(t, runs.decisions, 1)
-		d := runs.decisions[0]
-		require.Equal(t, admin.ID, d.By.ID)
-		require.Equal(t, domain.ActorAPIKey, d.By.Kind)
-		// What the Temporal adapter does with it.
-		approve = r.update(0, workflows.AgentDecideUpdate, d)
-	}, time.Minute)
-	r.exec()
-	require.NoError(t, r.env.GetWorkflowError())
-	require.Equal(t, agent.StatusAwaitingApproval, status(t, u))
-	require.True(t, approve.done)
-	require.NoError(t, approve.err)
-	var out agent.DecisionOutcome
-	approve.into(&out)
+	})
+	require.Len(t, runs.decisions, 1)
+	require.Equal(t, admin.ID, runs.decisions[0].By.ID)
+	require.Equal(t, domain.ActorAPIKey, runs.decisions[0].By.Kind)
 	require.Equal(t, agent.ActionApproved, out.Status)
 	require.False(t, out.IsError, "%s", out.Result)
 
@@ -240,15 +268,24 @@ func TestApprovalRecordsTheApprover(t *testing.T) {
 	require.Equal(t, domain.ActorAPIKey, resolver.Kind)
 	require.Equal(t, admin.ID, resolver.ID)
 
-	acts, err := store.OrderActivities(ctx, f.st.Pool, f.org, f.order)
-	require.NoError(t, err)
-	var notes []store.OrderActivity
-	for _, act := range acts {
-		if act.Type == "note" {
-			notes = append(notes, act)
-		}
-	}
+	notes := f.noteActivities()
 	require.Len(t, notes, 1)
 	require.Equal(t, "agent", notes[0].ActorType)
-	require.Equal(t, c.ID.String(), *notes[0].ActorID, "the agent of this conversation")
+	require.Equal(t, conv.String(), *notes[0].ActorID, "the agent of this conversation")
+}
+
+// The approved write runs with the approver's scopes, not the proposer's:
+// an approver who may administer the agent but not write orders gets the
+// write refused, and nothing is written.
+func TestApprovedWriteRunsWithTheApproversScopes(t *testing.T) {
+	f := newFixture(t, agent.Config{})
+	runs := &decisionRuns{}
+	svc := agent.New(agent.Deps{Store: f.st, Provider: f.model, Tools: f.svc.Tools(), Runs: runs})
+	_, writer, _ := f.keys()
+	approver := domain.Actor{Kind: domain.ActorAPIKey, ID: uuid.New(), OrganizationID: f.org, Scoped: true, Scopes: []string{"agent:read", "agent:admin"}}
+	_, _, out := f.approveNote(svc, runs, writer, approver, nil)
+	require.Equal(t, agent.ActionApproved, out.Status)
+	require.True(t, out.IsError, "%s", out.Result)
+	require.Contains(t, string(out.Result), "orders:write")
+	require.Empty(t, f.noteActivities())
 }
