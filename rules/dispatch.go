@@ -304,18 +304,7 @@ func (h *Hooks) Dispatch(ctx context.Context, orgID, orderID uuid.UUID, trigger 
 	if len(orders) == 0 {
 		return nil, nil
 	}
-	compiled := make([]*CompiledDispatcher, 0, len(stored))
-	var setIDs []uuid.UUID
-	for _, d := range stored {
-		c, err := CompileDispatcher(d)
-		if err != nil { // cannot happen for dispatchers written through the API
-			h.logger().ErrorContext(ctx, "dispatcher does not compile", "dispatcher_id", d.ID, "error", err)
-			continue
-		}
-		compiled = append(compiled, c)
-		setIDs = append(setIDs, c.Program.SetIDs()...)
-	}
-	sets, err := h.Sets.Load(ctx, h.Store.Pool, orgID, setIDs)
+	compiled, sets, err := h.compileDispatchers(ctx, orgID, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -369,20 +358,8 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: load orders: %w", err)
 	}
-	// Each dispatcher compiled once, in priority order (an order's first
-	// matching dispatcher takes it).
-	compiled := make([]*CompiledDispatcher, 0, len(stored))
-	var setIDs []uuid.UUID
-	for _, d := range stored {
-		c, err := CompileDispatcher(d)
-		if err != nil { // cannot happen for dispatchers written through the API
-			h.logger().ErrorContext(ctx, "dispatcher does not compile", "dispatcher_id", d.ID, "error", err)
-			continue
-		}
-		compiled = append(compiled, c)
-		setIDs = append(setIDs, c.Program.SetIDs()...)
-	}
-	sets, err := h.Sets.Load(ctx, h.Store.Pool, orgID, setIDs)
+	// Each dispatcher compiled once, in priority order.
+	compiled, sets, err := h.compileDispatchers(ctx, orgID, stored)
 	if err != nil {
 		return nil, err
 	}
@@ -426,6 +403,25 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 		h.logger().WarnContext(ctx, "start dispatch assignments; they stay pending", "orders", len(orderIDs), "error", err)
 	}
 	return append(created, batch...), errors.Join(errs...)
+}
+
+// compileDispatchers compiles the stored dispatchers (in their order) and
+// loads the condition sets they name. A dispatcher that does not compile is
+// logged and left out.
+func (h *Hooks) compileDispatchers(ctx context.Context, orgID uuid.UUID, stored []store.Dispatcher) ([]*CompiledDispatcher, cond.Sets, error) {
+	compiled := make([]*CompiledDispatcher, 0, len(stored))
+	var setIDs []uuid.UUID
+	for _, d := range stored {
+		c, err := CompileDispatcher(d)
+		if err != nil { // cannot happen for dispatchers written through the API
+			h.logger().ErrorContext(ctx, "dispatcher does not compile", "dispatcher_id", d.ID, "error", err)
+			continue
+		}
+		compiled = append(compiled, c)
+		setIDs = append(setIDs, c.Program.SetIDs()...)
+	}
+	sets, err := h.Sets.Load(ctx, h.Store.Pool, orgID, setIDs)
+	return compiled, sets, err
 }
 
 // StartAssignments starts the processing of new assignments: the
