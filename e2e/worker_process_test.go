@@ -93,6 +93,10 @@ func startWorkerProcess(t testing.TB, cfg workerProcess) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), workerProcessEnv+"="+string(raw))
 	cmd.Stderr = os.Stderr
+	// The worker dies with the test binary: if the test binary is killed
+	// (a -timeout, a panic in another goroutine) an orphaned worker would
+	// keep the test binary's stderr open and go test waiting for it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
