@@ -357,7 +357,9 @@ func TestIdempotencyKeyScopedToActor(t *testing.T) {
 // lease keeps its key; once it stops renewing, the lease runs out.
 func TestKeepClaimRenewsWhileRequestRuns(t *testing.T) {
 	e := newEnv(t)
-	const lease = 300 * time.Millisecond
+	// Long enough that a renewal (every lease/3, each bounded by lease/3)
+	// delayed by a loaded machine still lands inside the lease.
+	const lease = time.Second
 	e.svc.lease = lease
 	owner := e.owner(t)
 	ctx := context.Background()

@@ -569,8 +569,9 @@ func TestOperationPauseResumeCancelEndToEnd(t *testing.T) {
 	require.Equal(t, 409, code)
 	code, _ = o.call(o.key, "", "POST", "/api/v1/operations/"+op+"/execute", nil)
 	require.Equal(t, 409, code)
-	// Items in flight finish; then nothing moves.
-	time.Sleep(time.Second)
+	// Items in flight finish (polled: on a loaded machine they may take
+	// longer than any fixed wait); then nothing moves.
+	o.waitOperation(op, time.Minute, func(op map[string]any) bool { return op["processingCount"].(float64) == 0 })
 	before := o.ships.Load()
 	time.Sleep(time.Second)
 	require.Equal(t, before, o.ships.Load(), "no purchase while paused")
