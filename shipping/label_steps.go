@@ -81,15 +81,10 @@ func (s *Service) BuyLabel(ctx context.Context, in BuyLabelInput) (BuyLabelResul
 	case err != nil:
 		return BuyLabelResult{}, notCalledYet(ErrTypeCarrierNotSent, "mark the shipment", fmt.Errorf("mark shipment %s: %w", shipmentID, err))
 	}
-	req := in.Request
-	req.Reference = shipmentID.String()
-	l, err := carrier.CreateLabel(ctx, acct, req)
+	doc, err := s.createLabel(ctx, orgID, shipmentID, carrier, acct, in.Request)
 	if err != nil {
-		s.log.WarnContext(ctx, "label purchase failed", "organization_id", orgID, "shipment_id", shipmentID, "error", err.Error())
-		return BuyLabelResult{}, carrierCallError(err)
+		return BuyLabelResult{}, err
 	}
-	s.log.InfoContext(ctx, "label bought", "organization_id", orgID, "shipment_id", shipmentID, "tracking_number", l.TrackingNumber)
-	doc := LabelDoc(l)
 	// The documents go to the stash at once: they need not travel through
 	// Temporal (whatever their size), and a lost answer can be found there.
 	// If the stash cannot be written they travel in the result as before.

@@ -185,9 +185,16 @@ func (s *Service) PurchaseLabel(ctx context.Context, actor domain.Actor, in Purc
 		return LabelPurchase{Shipment: cur, Result: PurchaseResult{ID: cur.ID.String(), Outcome: PurchaseDone, Reference: deref(cur.TrackingNumber)}}, nil
 	}
 	if created && aerr == nil {
-		// Just created: nothing was stashed for it, nobody else buys it.
+		// Just created and marked as asked of the carrier: nothing was
+		// stashed for it and nobody else buys it, so this is BuyLabel
+		// without what cannot be there yet, asking the carrier once. The
+		// documents are not stashed: they travel in memory to the record
+		// step, which stores them in one statement, the first write after
+		// the carrier's answer either way; a label that cannot be recorded
+		// is voided (runDirect's course).
 		return s.runDirect(ctx, orgID, p.account, cur.ID, func(ctx context.Context) (BuyLabelResult, error) {
-			return s.buyMarked(ctx, orgID, cur.ID, carrier, acct, p.request)
+			doc, err := s.createLabel(ctx, orgID, cur.ID, carrier, acct, p.request)
+			return BuyLabelResult{Label: doc}, err
 		})
 	}
 	return s.runDirect(ctx, orgID, p.account, cur.ID, func(ctx context.Context) (BuyLabelResult, error) {
@@ -195,22 +202,18 @@ func (s *Service) PurchaseLabel(ctx context.Context, actor domain.Actor, in Purc
 	})
 }
 
-// buyMarked is the buy step of a shipment PurchaseLabel just inserted,
-// marked as asked of the carrier (label_requested_at): BuyLabel without
-// what cannot be there yet (a recorded or stashed label), asking the
-// carrier once. The documents are not stashed: they travel in memory to
-// the record step, which stores them in one statement, the first write
-// after the carrier's answer either way; a label that cannot be recorded
-// is voided (runDirect's course).
-func (s *Service) buyMarked(ctx context.Context, orgID, shipmentID uuid.UUID, carrier carriers.Carrier, acct carriers.Account, req carriers.LabelRequest) (BuyLabelResult, error) {
+// createLabel asks the carrier for the shipment's label, once, with the
+// shipment id as its reference, and logs the answer. The one carrier call
+// of BuyLabel and of PurchaseLabel's fresh path.
+func (s *Service) createLabel(ctx context.Context, orgID, shipmentID uuid.UUID, carrier carriers.Carrier, acct carriers.Account, req carriers.LabelRequest) (store.ShipmentLabelDoc, error) {
 	req.Reference = shipmentID.String()
 	l, err := carrier.CreateLabel(ctx, acct, req)
 	if err != nil {
 		s.log.WarnContext(ctx, "label purchase failed", "organization_id", orgID, "shipment_id", shipmentID, "error", err.Error())
-		return BuyLabelResult{}, carrierCallError(err)
+		return store.ShipmentLabelDoc{}, carrierCallError(err)
 	}
 	s.log.InfoContext(ctx, "label bought", "organization_id", orgID, "shipment_id", shipmentID, "tracking_number", l.TrackingNumber)
-	return BuyLabelResult{Label: LabelDoc(l)}, nil
+	return LabelDoc(l), nil
 }
 
 // ResolveLabelPurchase settles the label purchase of a shipment whose
