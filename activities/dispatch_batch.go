@@ -159,7 +159,9 @@ func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPage
 	}
 	first := size
 	if activity.GetInfo(ctx).Attempt > 1 {
-		first, subPages = size*subPages, 1
+		// As many as any earlier attempt could hold (its rate estimate,
+		// hence its sub-pages, may have been other than this one's).
+		first, subPages = size*dispatchSubPages, 1
 	}
 	claimed, err := store.ClaimAssignments(ctx, a.Store.Pool, in.OrganizationID, in.BridgeID, in.Token, first, DispatchClaimLease)
 	if err != nil {

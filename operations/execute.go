@@ -263,7 +263,7 @@ type BatchResult struct {
 // its result. It claims the items as it goes (pending → processing, a
 // chunk of Parallelism items when the previous chunk is under way), so
 // that every batch keeps its Parallelism items going until no item is
-// pending, and no item waits claimed behind others. Run again (the worker
+// pending, and at most one chunk waits claimed behind those in flight. Run again (the worker
 // died), it settles first the items it claimed and left processing,
 // without repeating their effect: a label is resolved
 // (ResolveLabelPurchase: recorded, voided or left unknown), bought afresh
@@ -396,7 +396,8 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 }
 
 // Settling a batch's results: a chunk is written when it holds settleChunk
-// results or its oldest waited settleEvery.
+// results or, checked as the next result arrives, its oldest waited
+// settleEvery (the rest at the batch's end).
 const (
 	settleChunk = 32
 	settleEvery = 500 * time.Millisecond
