@@ -144,7 +144,7 @@ type rulesKnownValue struct{ split, dispatch bool }
 
 // WithRulesKnown tells OrderCreated that the caller already asked whether
 // split rules and dispatchers of order_created apply to the new order
-// (store.CreateOrderProbe, in the insert's round trip), so it does not ask
+// (store.CreateOrderProbeEvents, in the insert's round trip), so it does not ask
 // again.
 func WithRulesKnown(ctx context.Context, split, dispatch bool) context.Context {
 	return context.WithValue(ctx, rulesKnownKey{}, rulesKnownValue{split, dispatch})

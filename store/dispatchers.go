@@ -224,7 +224,7 @@ func ActiveDispatchers(ctx context.Context, db DBTX, orgID, sourceBridgeID uuid.
 // bridge were among its sources: on order_created (and manual evaluation)
 // whatever its triggerOn, on other triggers when it lists them, never
 // towards the order's own bridge. The queries below that pick the
-// dispatchers of an order (and CreateOrderProbe's question) include it, so
+// dispatchers of an order (and CreateOrderProbeEvents' question) include it, so
 // the routing domain's evaluation (rules.Hooks.Dispatch, conditions,
 // assignment, start) runs it like any other.
 

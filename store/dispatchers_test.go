@@ -211,18 +211,18 @@ func TestOrderRulesApply(t *testing.T) {
 	require.False(t, split || dispatch, "another organization's order meets nothing")
 
 	// The same question asked with the insert, in one round trip.
-	created, split, dispatch, err := store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, shop, "r3"), "order_created")
+	created, met, err := store.CreateOrderProbeEvents(ctx, s.Pool, orderTestNew(org, shop, "r3"), "order_created", "")
 	require.NoError(t, err)
-	require.False(t, split)
-	require.True(t, dispatch)
+	require.False(t, met.Split)
+	require.True(t, met.Dispatch)
 	got, err := store.OrderByID(ctx, s.Pool, org, created.ID)
 	require.NoError(t, err)
 	require.Equal(t, "r3", got.ExternalID)
-	_, split, dispatch, err = store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, hub, "r4"), "order_created")
+	_, met, err = store.CreateOrderProbeEvents(ctx, s.Pool, orderTestNew(org, hub, "r4"), "order_created", "")
 	require.NoError(t, err)
-	require.True(t, split)
-	require.False(t, dispatch)
-	_, _, _, err = store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, hub, "r4"), "order_created")
+	require.True(t, met.Split)
+	require.False(t, met.Dispatch)
+	_, _, err = store.CreateOrderProbeEvents(ctx, s.Pool, orderTestNew(org, hub, "r4"), "order_created", "")
 	require.ErrorIs(t, err, store.ErrConflict, "the insert's error, as CreateOrder's")
 
 	// And whether a standing order listens to the event: only an active

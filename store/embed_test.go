@@ -308,13 +308,13 @@ func TestEmbedDefaultDispatcherApplies(t *testing.T) {
 	require.False(t, applies(mine, "order_updated"), "not in its triggerOn")
 	require.False(t, applies(theirs, "order_created"), "not an end user's bridge")
 
-	// CreateOrderProbe asks the same question with the insert.
-	_, _, dispatch, err := store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, endUserBridge, "m2"), "order_created")
+	// CreateOrderProbeEvents asks the same question with the insert.
+	_, probe, err := store.CreateOrderProbeEvents(ctx, s.Pool, orderTestNew(org, endUserBridge, "m2"), "order_created", "")
 	require.NoError(t, err)
-	require.True(t, dispatch)
-	_, _, dispatch, err = store.CreateOrderProbe(ctx, s.Pool, orderTestNew(org, plain, "p2"), "order_created")
+	require.True(t, probe.Dispatch)
+	_, probe, err = store.CreateOrderProbeEvents(ctx, s.Pool, orderTestNew(org, plain, "p2"), "order_created", "")
 	require.NoError(t, err)
-	require.False(t, dispatch)
+	require.False(t, probe.Dispatch)
 
 	// Not towards the order's own bridge; not when inactive.
 	_, err = s.Pool.Exec(ctx, `UPDATE dispatchers SET destination_bridge_id = $1 WHERE id = $2`, endUserBridge, d.ID)

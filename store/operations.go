@@ -390,17 +390,6 @@ const itemPageSelect = `SELECT ` + itemCols + `,
  WHERE EXISTS (SELECT 1 FROM operations op WHERE op.id = $2 AND op.organization_id = $1)
  ORDER BY i.seq`
 
-// ListItems lists an operation's items in order with their expansions,
-// and the total; nothing (and 0) when the operation is not the
-// organization's.
-func ListItems(ctx context.Context, db DBTX, orgID, opID uuid.UUID, f ItemFilter) ([]ItemRow, int, error) {
-	_, list, total, err := ListOperationItems(ctx, db, orgID, opID, f)
-	if errors.Is(err, ErrNotFound) {
-		return nil, 0, nil
-	}
-	return list, total, err
-}
-
 // ListOperationItems is the operation (ErrNotFound when it is not the
 // organization's) with a page of its items and their total, in one round
 // trip: the operation with its counters, the page, and (only when both
@@ -666,26 +655,6 @@ func FinishUndo(ctx context.Context, db DBTX, id uuid.UUID) error {
 }
 
 // --- execution ---
-
-// ClaimItems moves up to limit pending items of an executing operation to
-// processing under claim (in order; items locked by another claim are
-// skipped) and returns every item that claim holds in processing: those
-// just claimed and those a previous attempt of the same batch claimed and
-// did not settle (Resumed). Nothing is claimed unless the operation is
-// executing.
-func ClaimItems(ctx context.Context, db DBTX, opID uuid.UUID, claim string, limit int) (claimed []OperationItem, resumed []OperationItem, err error) {
-	resumed, held, err := ClaimHeld(ctx, db, opID, claim)
-	if err != nil {
-		return nil, nil, err
-	}
-	if n := limit - held; n > 0 {
-		claimed, err = ClaimMoreItems(ctx, db, opID, claim, n)
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return claimed, resumed, nil
-}
 
 // ClaimHeld is what a claim holds: its items still processing (a previous
 // attempt of the batch claimed them and did not settle them), in order,

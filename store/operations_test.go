@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -85,7 +86,7 @@ func TestStoreOperationCountersStayExact(t *testing.T) {
 		go func(b int) {
 			defer wg.Done()
 			for n := 0; ; n++ {
-				claimed, resumed, err := store.ClaimItems(context.Background(), s.Pool, op.ID, fmt.Sprintf("b%d-%d", b, n), 25)
+				claimed, resumed, err := claimItems(context.Background(), s.Pool, op.ID, fmt.Sprintf("b%d-%d", b, n), 25)
 				require.NoError(t, err)
 				require.Empty(t, resumed)
 				if len(claimed) == 0 {
@@ -134,13 +135,13 @@ func TestStoreOperationClaimResumesItsOwnItems(t *testing.T) {
 	opTestAdd(t, s, org, op.ID, opTestOrders(t, s, org, 10))
 
 	// Not executing: nothing is claimed.
-	claimed, _, err := store.ClaimItems(ctx, s.Pool, op.ID, "b0", 4)
+	claimed, _, err := claimItems(ctx, s.Pool, op.ID, "b0", 4)
 	require.NoError(t, err)
 	require.Empty(t, claimed)
 
 	_, err = store.SetOperationStatus(ctx, s.Pool, org, op.ID, []string{"draft"}, "executing", nil)
 	require.NoError(t, err)
-	claimed, resumed, err := store.ClaimItems(ctx, s.Pool, op.ID, "b0", 4)
+	claimed, resumed, err := claimItems(ctx, s.Pool, op.ID, "b0", 4)
 	require.NoError(t, err)
 	require.Len(t, claimed, 4)
 	require.Len(t, resumed, 0)
@@ -148,7 +149,7 @@ func TestStoreOperationClaimResumesItsOwnItems(t *testing.T) {
 	// unsettled items and claims nothing more.
 	_, err = store.SettleItems(ctx, s.Pool, op.ID, []store.ItemResult{{ID: claimed[0].ID, Status: "completed"}})
 	require.NoError(t, err)
-	again, resumed, err := store.ClaimItems(ctx, s.Pool, op.ID, "b0", 4)
+	again, resumed, err := claimItems(ctx, s.Pool, op.ID, "b0", 4)
 	require.NoError(t, err)
 	require.Empty(t, again)
 	require.Len(t, resumed, 3)
@@ -157,7 +158,7 @@ func TestStoreOperationClaimResumesItsOwnItems(t *testing.T) {
 	// Paused: the next batch claims nothing.
 	_, err = store.SetOperationStatus(ctx, s.Pool, org, op.ID, []string{"executing"}, "paused", nil)
 	require.NoError(t, err)
-	claimed, _, err = store.ClaimItems(ctx, s.Pool, op.ID, "b1", 4)
+	claimed, _, err = claimItems(ctx, s.Pool, op.ID, "b1", 4)
 	require.NoError(t, err)
 	require.Empty(t, claimed)
 	skipped, err := store.SkipPendingItems(ctx, s.Pool, op.ID, "cancelled")
@@ -198,19 +199,19 @@ func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
 	require.InDelta(t, 24.68, got.TotalEstimatedCost, 0.001)
 
 	yes := true
-	list, total, err := store.ListItems(ctx, s.Pool, org, op.ID, store.ItemFilter{HasRate: &yes, Limit: 50})
+	list, total, err := listItems(ctx, s.Pool, org, op.ID, store.ItemFilter{HasRate: &yes, Limit: 50})
 	require.NoError(t, err)
 	require.Equal(t, 2, total)
 	require.Len(t, list, 2)
 	require.NotNil(t, list[0].RateSnapshot)
 	require.JSONEq(t, `[{"type":"assign-rate"}]`, string(list[0].AppliedActions))
-	list, total, err = store.ListItems(ctx, s.Pool, org, op.ID, store.ItemFilter{Status: "pending", Limit: 2, Offset: 2})
+	list, total, err = listItems(ctx, s.Pool, org, op.ID, store.ItemFilter{Status: "pending", Limit: 2, Offset: 2})
 	require.NoError(t, err)
 	require.Equal(t, 5, total)
 	require.Len(t, list, 2)
 	require.Equal(t, items[2].ID, list[0].ID)
 	// Another organization sees nothing.
-	list, _, err = store.ListItems(ctx, s.Pool, bridgeTestOrg(t, s), op.ID, store.ItemFilter{Limit: 50})
+	list, _, err = listItems(ctx, s.Pool, bridgeTestOrg(t, s), op.ID, store.ItemFilter{Limit: 50})
 	require.NoError(t, err)
 	require.Empty(t, list)
 
@@ -374,7 +375,7 @@ func TestStoreOperationItemPages(t *testing.T) {
 		}
 		var got []uuid.UUID
 		for off := 0; off < len(items)+2; off += 2 {
-			page, total, err := store.ListItems(ctx, s.Pool, org, op.ID, store.ItemFilter{Status: c.status, HasRate: c.rated, Limit: 2, Offset: off})
+			page, total, err := listItems(ctx, s.Pool, org, op.ID, store.ItemFilter{Status: c.status, HasRate: c.rated, Limit: 2, Offset: off})
 			require.NoError(t, err)
 			require.Equal(t, len(want), total, "%+v", c)
 			for _, r := range page {
@@ -387,4 +388,30 @@ func TestStoreOperationItemPages(t *testing.T) {
 	}
 	_, _, _, err := store.ListOperationItems(ctx, s.Pool, bridgeTestOrg(t, s), op.ID, store.ItemFilter{Limit: 10})
 	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+// claimItems is how a batch claims (ClaimHeld, then ClaimMoreItems up to
+// limit): the items just claimed and those the claim already held in
+// processing (resumed).
+func claimItems(ctx context.Context, db store.DBTX, opID uuid.UUID, claim string, limit int) (claimed, resumed []store.OperationItem, err error) {
+	resumed, held, err := store.ClaimHeld(ctx, db, opID, claim)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n := limit - held; n > 0 {
+		if claimed, err = store.ClaimMoreItems(ctx, db, opID, claim, n); err != nil {
+			return nil, nil, err
+		}
+	}
+	return claimed, resumed, nil
+}
+
+// listItems is ListOperationItems' page and total; nothing (and 0) when
+// the operation is not the organization's.
+func listItems(ctx context.Context, db store.DBTX, orgID, opID uuid.UUID, f store.ItemFilter) ([]store.ItemRow, int, error) {
+	_, list, total, err := store.ListOperationItems(ctx, db, orgID, opID, f)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, 0, nil
+	}
+	return list, total, err
 }

@@ -118,17 +118,6 @@ func insertOrderErr(err error) error {
 	return mapErr(err)
 }
 
-// CreateOrderProbe is CreateOrder that also tells, in the same statement,
-// whether any active split rule or dispatcher of trigger applies to the new
-// order (OrderRulesApply's question for the order's bridge): the API then
-// spares the order hooks their own query (rules.WithRulesKnown). One
-// statement rather than a batch of two saves the server a second bind and
-// executor start on the hottest write of the service.
-func CreateOrderProbe(ctx context.Context, db DBTX, o Order, trigger string) (Order, bool, bool, error) {
-	created, p, err := CreateOrderProbeEvents(ctx, db, o, trigger, "")
-	return created, p.Split, p.Dispatch, err
-}
-
 // OrderProbe is what CreateOrderProbeEvents learned with the insert.
 type OrderProbe struct {
 	// Split and Dispatch: an active split rule or dispatcher of the
@@ -139,10 +128,13 @@ type OrderProbe struct {
 	Standing bool
 }
 
-// CreateOrderProbeEvents is CreateOrderProbe that also asks whether the
-// organization has any active standing order of event (the agent's
-// trigger type, e.g. on_order_created; "" asks nothing), so that telling
-// the event to nobody costs no round trip of its own
+// CreateOrderProbeEvents is CreateOrder that also tells, in the same
+// statement, whether any active split rule or dispatcher of trigger applies
+// to the new order (OrderRulesApply's question for the order's bridge: the
+// API then spares the order hooks their own query, rules.WithRulesKnown),
+// and whether the organization has any active standing order of event (the
+// agent's trigger type, e.g. on_order_created; "" asks nothing), so that
+// telling the event to nobody costs no round trip of its own
 // (rules.WithStandingKnown): POST /orders is then one statement.
 func CreateOrderProbeEvents(ctx context.Context, db DBTX, o Order, trigger, event string) (Order, OrderProbe, error) {
 	args := append(insertOrderArgs(&o), trigger, event)
