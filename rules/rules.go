@@ -112,6 +112,9 @@ func (h *Hooks) OrdersCreated(ctx context.Context, orgID uuid.UUID, orderIDs []u
 	if len(orderIDs) == 0 {
 		return nil
 	}
+	// The batch's own statements share one hookTimeout; an order run
+	// alone (OrderCreated) gets its own, as it would outside a batch.
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
 	split, dispatch, err := store.OrdersRulesApply(ctx, h.Store.Pool, orgID, orderIDs, TriggerOrderCreated)
@@ -123,7 +126,7 @@ func (h *Hooks) OrdersCreated(ctx context.Context, orgID uuid.UUID, orderIDs []u
 	for _, id := range orderIDs {
 		switch {
 		case split[id]:
-			if err := h.OrderCreated(WithRulesKnown(ctx, true, dispatch[id]), orgID, id); err != nil {
+			if err := h.OrderCreated(WithRulesKnown(parent, true, dispatch[id]), orgID, id); err != nil {
 				errs = append(errs, fmt.Errorf("order %s: %w", id, err))
 			}
 		case dispatch[id]:
