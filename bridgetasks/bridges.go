@@ -3,9 +3,7 @@ package bridgetasks
 import (
 	"context"
 	"maps"
-	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -103,11 +101,11 @@ func (s *Service) CreateBridge(ctx context.Context, actor domain.Actor, in Bridg
 	}
 	var v domain.FieldErrors
 	typeOK := false
-	if required(&v, "type", in.Type) {
-		typeOK = oneOf(&v, "type", *in.Type, BridgeTypes()...)
+	if v.Required("type", in.Type) {
+		typeOK = v.OneOf("type", *in.Type, BridgeTypes()...)
 	}
-	if required(&v, "name", in.Name) {
-		length(&v, "name", strings.TrimSpace(*in.Name), BridgeNameMax)
+	if v.Required("name", in.Name) {
+		v.Length("name", strings.TrimSpace(*in.Name), BridgeNameMax)
 	}
 	var cfg map[string]any
 	if in.Config == nil {
@@ -177,11 +175,11 @@ func (s *Service) UpdateBridge(ctx context.Context, actor domain.Actor, id uuid.
 		patch := store.BridgePatch{Status: ch.Status}
 		if ch.Name != nil {
 			name := strings.TrimSpace(*ch.Name)
-			length(&v, "name", name, BridgeNameMax)
+			v.Length("name", name, BridgeNameMax)
 			patch.Name = &name
 		}
 		if ch.Status != nil {
-			oneOf(&v, "status", *ch.Status, BridgeStatuses...)
+			v.OneOf("status", *ch.Status, BridgeStatuses...)
 		}
 		if ch.Config != nil {
 			update, errs := platforms.NormalizeConfig(b.Type, ch.Config)
@@ -288,33 +286,4 @@ func hasField(v domain.FieldErrors, field string) bool {
 		}
 	}
 	return false
-}
-
-func required(v *domain.FieldErrors, field string, s *string) bool {
-	if s == nil || strings.TrimSpace(*s) == "" {
-		v.Add(field, "is required")
-		return false
-	}
-	return true
-}
-
-func oneOf(v *domain.FieldErrors, field, s string, allowed ...string) bool {
-	for _, a := range allowed {
-		if s == a {
-			return true
-		}
-	}
-	v.Add(field, "must be one of "+strings.Join(allowed, ", "))
-	return false
-}
-
-// length names a text outside 1-hi characters as the API does ("is
-// required" when empty).
-func length(v *domain.FieldErrors, field, s string, hi int) {
-	switch n := utf8.RuneCountInString(s); {
-	case n < 1:
-		v.Add(field, "is required")
-	case n > hi:
-		v.Add(field, "must be 1-"+strconv.Itoa(hi)+" characters")
-	}
 }

@@ -74,11 +74,11 @@ func (s *Service) Create(ctx context.Context, actor domain.Actor, in CreateInput
 	}
 	var v domain.FieldErrors
 	name := strings.TrimSpace(deref(in.Name))
-	if required(&v, "name", in.Name) {
-		length(&v, "name", name, NameMax)
+	if v.Required("name", in.Name) {
+		v.Length("name", name, NameMax)
 	}
 	var adapter carriers.Carrier
-	if required(&v, "carrier", in.Carrier) && oneOf(&v, "carrier", *in.Carrier, carriers.Codes()...) {
+	if v.Required("carrier", in.Carrier) && v.OneOf("carrier", *in.Carrier, carriers.Codes()...) {
 		if *in.Carrier == carriers.CarrierA {
 			v.Add("carrier", "carrier_a accounts are connected through the registration flow: POST /api/v1/carrier-accounts/carrier_a/register")
 		} else {
@@ -147,11 +147,11 @@ func (s *Service) Update(ctx context.Context, actor domain.Actor, id uuid.UUID, 
 		var patch store.CarrierAccountPatch
 		if in.Name != nil {
 			name := strings.TrimSpace(*in.Name)
-			length(&v, "name", name, NameMax)
+			v.Length("name", name, NameMax)
 			patch.Name = &name
 		}
 		if in.Status != nil {
-			oneOf(&v, "status", *in.Status, StatusActive, StatusInactive)
+			v.OneOf("status", *in.Status, StatusActive, StatusInactive)
 			patch.Status = in.Status
 		}
 		if in.Metadata != nil {

@@ -114,17 +114,17 @@ func (s *Service) Register(ctx context.Context, actor domain.Actor, in RegisterI
 	}
 	var v domain.FieldErrors
 	number := strings.TrimSpace(deref(in.AccountNumber))
-	if required(&v, "accountNumber", in.AccountNumber) && !reAccountNumber.MatchString(number) {
+	if v.Required("accountNumber", in.AccountNumber) && !reAccountNumber.MatchString(number) {
 		v.Add("accountNumber", "must be a 9-digit account number")
 	}
 	customer := strings.TrimSpace(deref(in.CustomerName))
-	if required(&v, "customerName", in.CustomerName) {
-		length(&v, "customerName", customer, CustomerNameMax)
+	if v.Required("customerName", in.CustomerName) {
+		v.Length("customerName", customer, CustomerNameMax)
 	}
 	name := customer
 	if in.Name != nil {
 		name = strings.TrimSpace(*in.Name)
-		length(&v, "name", name, NameMax)
+		v.Length("name", name, NameMax)
 	}
 	addr := registrationAddress(&v, in.Address)
 	if err := v.Err(); err != nil {
@@ -188,13 +188,13 @@ func registrationAddress(v *domain.FieldErrors, a *AddressInput) carriers.Regist
 	if len(a.StreetLines) == 0 {
 		v.Add("address.streetLines", "needs at least one line")
 	}
-	if required(v, "address.city", a.City) {
+	if v.Required("address.city", a.City) {
 		addr.City = strings.TrimSpace(*a.City)
 	}
-	if required(v, "address.postalCode", a.PostalCode) {
+	if v.Required("address.postalCode", a.PostalCode) {
 		addr.PostalCode = strings.TrimSpace(*a.PostalCode)
 	}
-	if required(v, "address.countryCode", a.CountryCode) {
+	if v.Required("address.countryCode", a.CountryCode) {
 		addr.CountryCode = strings.ToUpper(strings.TrimSpace(*a.CountryCode))
 		if !reCountry.MatchString(addr.CountryCode) {
 			v.Add("address.countryCode", "must be two letters")
@@ -214,7 +214,7 @@ func (s *Service) stepAccount(ctx context.Context, actor domain.Actor, v domain.
 	if err := actor.RequireScope(ScopeWrite); err != nil {
 		return Account{}, err
 	}
-	required(&v, "accountId", raw)
+	v.Required("accountId", raw)
 	if err := v.Err(); err != nil {
 		return Account{}, err
 	}
@@ -252,8 +252,8 @@ func (s *Service) runs() (Registrations, error) {
 func (s *Service) RequestPIN(ctx context.Context, actor domain.Actor, accountID, option *string) (PINRequested, error) {
 	var v domain.FieldErrors
 	opt := strings.ToUpper(strings.TrimSpace(deref(option)))
-	if required(&v, "option", option) {
-		oneOf(&v, "option", opt, carriers.MFASMS, carriers.MFACall, carriers.MFAEmail)
+	if v.Required("option", option) {
+		v.OneOf("option", opt, carriers.MFASMS, carriers.MFACall, carriers.MFAEmail)
 	}
 	a, err := s.stepAccount(ctx, actor, v, accountID)
 	if err != nil {
@@ -276,7 +276,7 @@ func (s *Service) RequestPIN(ctx context.Context, actor domain.Actor, accountID,
 func (s *Service) VerifyPIN(ctx context.Context, actor domain.Actor, accountID, pin *string) (Verified, error) {
 	var v domain.FieldErrors
 	p := strings.TrimSpace(deref(pin))
-	if required(&v, "pin", pin) {
+	if v.Required("pin", pin) {
 		v.MaxLen("pin", p, 32)
 	}
 	a, err := s.stepAccount(ctx, actor, v, accountID)
@@ -307,11 +307,11 @@ func (s *Service) VerifyInvoice(ctx context.Context, actor domain.Actor, account
 	if in == nil {
 		v.Add("invoiceInfo", "is required")
 	} else {
-		if required(&v, "invoiceInfo.invoiceNumber", in.Number) {
+		if v.Required("invoiceInfo.invoiceNumber", in.Number) {
 			inv.Number = strings.TrimSpace(*in.Number)
 			v.MaxLen("invoiceInfo.invoiceNumber", inv.Number, 50)
 		}
-		if required(&v, "invoiceInfo.invoiceDate", in.Date) {
+		if v.Required("invoiceInfo.invoiceDate", in.Date) {
 			inv.Date = strings.TrimSpace(*in.Date)
 			if _, err := time.Parse("2006-01-02", inv.Date); err != nil {
 				v.Add("invoiceInfo.invoiceDate", "must be a date (YYYY-MM-DD)")

@@ -10,13 +10,10 @@ package carrieraccounts
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/domain"
@@ -145,38 +142,9 @@ func dropMasked(creds map[string]any) {
 	}
 }
 
-// length names a required text outside 1-hi characters, as the API's
-// validator does.
-func length(v *domain.FieldErrors, field, s string, hi int) {
-	switch n := utf8.RuneCountInString(s); {
-	case n < 1:
-		v.Add(field, "is required")
-	case n > hi:
-		v.Add(field, fmt.Sprintf("must be 1-%d characters", hi))
-	}
-}
-
-// oneOf names a value that is not one of allowed.
-func oneOf(v *domain.FieldErrors, field, s string, allowed ...string) bool {
-	if !slices.Contains(allowed, s) {
-		v.Add(field, "must be one of "+strings.Join(allowed, ", "))
-		return false
-	}
-	return true
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return ""
 	}
 	return *s
-}
-
-// required names a missing or blank text.
-func required(v *domain.FieldErrors, field string, s *string) bool {
-	if s == nil || strings.TrimSpace(*s) == "" {
-		v.Add(field, "is required")
-		return false
-	}
-	return true
 }

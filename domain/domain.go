@@ -260,6 +260,35 @@ func (f *FieldErrors) MaxLen(field, s string, hi int) {
 	}
 }
 
+// Required names a missing or blank text (false), as the API does.
+func (f *FieldErrors) Required(field string, s *string) bool {
+	if s == nil || strings.TrimSpace(*s) == "" {
+		f.Add(field, "is required")
+		return false
+	}
+	return true
+}
+
+// OneOf names a value that is not one of allowed (false).
+func (f *FieldErrors) OneOf(field, s string, allowed ...string) bool {
+	if !slices.Contains(allowed, s) {
+		f.Add(field, "must be one of "+strings.Join(allowed, ", "))
+		return false
+	}
+	return true
+}
+
+// Length names a required text outside 1-hi characters, as the API's
+// validator does ("is required" when empty).
+func (f *FieldErrors) Length(field, s string, hi int) {
+	switch n := utf8.RuneCountInString(s); {
+	case n < 1:
+		f.Add(field, "is required")
+	case n > hi:
+		f.Add(field, fmt.Sprintf("must be 1-%d characters", hi))
+	}
+}
+
 // Has reports whether field, or a field under it (field.x, field[0]), is
 // named already.
 func (f FieldErrors) Has(field string) bool {

@@ -130,20 +130,20 @@ func (s *Service) Create(ctx context.Context, actor domain.Actor, in CreateInput
 	}
 	var v domain.FieldErrors
 	name := strings.TrimSpace(deref(in.Name))
-	if required(&v, "name", in.Name) {
+	if v.Required("name", in.Name) {
 		if n := len([]rune(name)); n > 255 {
 			v.Add("name", "must be 1-255 characters")
 		}
 	}
 	var accountID uuid.UUID
-	if required(&v, "carrierAccountId", in.CarrierAccountID) {
+	if v.Required("carrierAccountId", in.CarrierAccountID) {
 		id, err := uuid.Parse(strings.TrimSpace(*in.CarrierAccountID))
 		if err != nil {
 			v.Add("carrierAccountId", "must be a UUID")
 		}
 		accountID = id
 	}
-	if required(&v, "sourceCarrier", in.SourceCarrier) {
+	if v.Required("sourceCarrier", in.SourceCarrier) {
 		if c := *in.SourceCarrier; c != carriers.CarrierA && c != carriers.CarrierB {
 			v.Add("sourceCarrier", "must be one of "+carriers.CarrierA+", "+carriers.CarrierB)
 		}
@@ -236,14 +236,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func required(v *domain.FieldErrors, field string, s *string) bool {
-	if s == nil || strings.TrimSpace(*s) == "" {
-		v.Add(field, "is required")
-		return false
-	}
-	return true
 }
 
 // The summary's parts.
