@@ -107,6 +107,9 @@ type Service struct {
 	baseURL          string
 	onWebhookSecret  func(uuid.UUID)
 	tenantMessage    func(error) string
+	// relay wakes the worker's relay after inbound deliveries (one per
+	// Service).
+	relay *relayWaker
 }
 
 // New builds the Service.
@@ -117,7 +120,7 @@ func New(d Deps) *Service {
 	}
 	return &Service{store: d.Store, log: log, runs: d.Runs, schedules: d.Schedules, secrets: d.Secrets,
 		platforms: d.Platforms, allowPrivateURLs: d.AllowPrivateURLs, baseURL: d.BaseURL, onWebhookSecret: d.OnWebhookSecret,
-		tenantMessage: d.TenantMessage}
+		tenantMessage: d.TenantMessage, relay: &relayWaker{store: d.Store}}
 }
 
 // Bridge is one bridge of the organization. The actor needs bridges:read

@@ -3,7 +3,6 @@ package bridgetasks
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -59,7 +58,7 @@ func (s *Service) RecordWebhookEvent(ctx context.Context, ev WebhookEvent) (id u
 		return uuid.Nil, false, err
 	}
 	if inserted {
-		s.relay().poke()
+		s.relay.poke()
 	}
 	return id, inserted, nil
 }
@@ -77,13 +76,6 @@ type relayWaker struct {
 }
 
 const relayWakeEvery = 10 * time.Millisecond
-
-var relayWakers sync.Map // *Service -> *relayWaker
-
-func (s *Service) relay() *relayWaker {
-	v, _ := relayWakers.LoadOrStore(s, &relayWaker{store: s.store})
-	return v.(*relayWaker)
-}
 
 func (n *relayWaker) poke() {
 	n.pending.Store(true)
