@@ -67,19 +67,6 @@ func draftOnly(status string) error {
 	return domain.Conflict("the operation is " + status + "; its items change only while it is a draft")
 }
 
-// itemsState is a history entry's state of items.
-type itemsState struct {
-	Items []store.ItemFields `json:"items"`
-}
-
-func stateOf(items []store.ItemFields) json.RawMessage {
-	if items == nil {
-		items = []store.ItemFields{}
-	}
-	raw, _ := json.Marshal(itemsState{Items: items})
-	return raw
-}
-
 func idsOf(items []store.ItemFields) (itemIDs, orderIDs []uuid.UUID) {
 	for _, it := range items {
 		itemIDs = append(itemIDs, it.ID)
@@ -104,7 +91,7 @@ func record(ctx context.Context, tx pgx.Tx, actor domain.Actor, opID uuid.UUID, 
 	}
 	itemIDs, orderIDs := idsOf(ref)
 	return store.InsertHistory(ctx, tx, store.HistoryEntry{OrganizationID: actor.OrganizationID, OperationID: opID, Action: action,
-		AffectedItemIDs: itemIDs, AffectedOrderIDs: orderIDs, PreviousState: stateOf(prev), NewState: stateOf(next),
+		AffectedItemIDs: itemIDs, AffectedOrderIDs: orderIDs, PreviousState: store.StateOf(prev), NewState: store.StateOf(next),
 		IsUndoable: true, PerformedBy: performer(actor)})
 }
 

@@ -181,7 +181,7 @@ func (s *Service) RestoreEntry(ctx context.Context, orgID, opID, historyID uuid.
 			return err
 		}
 		executed := op.ExecutedAt != nil
-		var prev itemsState
+		var prev store.ItemsState
 		_ = json.Unmarshal(e.PreviousState, &prev)
 		switch e.Action {
 		case store.HistoryItemsAdded:

@@ -7,3 +7,6 @@ func OrderPageSQL(db DBTX, orgID uuid.UUID, p OrderListParams) (string, []any) {
 	sql, args, _, _ := orderPageSQL(db, orgID, p)
 	return sql, args
 }
+
+// ItemsStateSQL exposes the SQL of an ItemsState to the tests.
+func ItemsStateSQL(alias, orderBy string) string { return itemsStateJSON(alias, orderBy) }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -265,12 +267,12 @@ type AddItemsResult struct {
 
 // addItemsRecordedSQL locks the operation, finds the foreign orders, and
 // only when it is a draft and there are none inserts the items (duplicates
-// ignored), records the items_added entry (previousState {"items": []},
-// newState the items' ItemFields, as the other entries) and moves the
+// ignored), records the items_added entry (previousState StateOf(nil),
+// newState the items' ItemFields, as StateOf writes them) and moves the
 // operation's updated_at: one statement, one round trip, one probe of the
 // orders' primary key per id. The first row tells the status and the
 // foreign ids; each further row is an item inserted.
-const addItemsRecordedSQL = `WITH op AS (
+var addItemsRecordedSQL = `WITH op AS (
   SELECT o.status FROM operations o WHERE o.organization_id = $1 AND o.id = $2 FOR UPDATE
 ), want AS MATERIALIZED (
   SELECT x.id, x.order_id, x.n, EXISTS (SELECT 1 FROM orders o WHERE o.id = x.order_id AND o.organization_id = $1) AS known
@@ -287,9 +289,7 @@ const addItemsRecordedSQL = `WITH op AS (
   INSERT INTO operation_history (id, organization_id, operation_id, action, affected_item_ids, affected_order_ids,
          previous_state, new_state, is_undoable, performed_by)
   SELECT $5, $1, $2, 'items_added', array_agg(ins.id ORDER BY ins.seq), array_agg(ins.order_id ORDER BY ins.seq),
-         '{"items": []}', jsonb_build_object('items', jsonb_agg(jsonb_build_object('id', ins.id, 'orderId', ins.order_id,
-           'status', ins.status, 'rateSnapshotId', ins.rate_snapshot_id, 'overrideCarrierAccountId', ins.override_carrier_account_id,
-           'overrideDispatchBridgeId', ins.override_dispatch_bridge_id) ORDER BY ins.seq)), true, $6
+         '` + string(StateOf(nil)) + `', ` + itemsStateJSON("ins", "ins.seq") + `, true, $6
     FROM ins HAVING count(*) > 0
 ), touch AS (
   UPDATE operations SET updated_at = now() WHERE id = $2 AND (SELECT ok FROM gate)
@@ -466,14 +466,46 @@ func ItemsByID(ctx context.Context, db DBTX, opID uuid.UUID, ids []uuid.UUID, lo
 }
 
 // ItemFields are the fields of an item an update, an action or an undo
-// sets.
+// sets. The db tags are the operation_items columns: itemsStateJSON writes
+// the same JSON in SQL from them.
 type ItemFields struct {
-	ID                       uuid.UUID  `json:"id"`
-	OrderID                  uuid.UUID  `json:"orderId"`
-	Status                   string     `json:"status"`
-	RateSnapshotID           *uuid.UUID `json:"rateSnapshotId"`
-	OverrideCarrierAccountID *uuid.UUID `json:"overrideCarrierAccountId"`
-	OverrideDispatchBridgeID *uuid.UUID `json:"overrideDispatchBridgeId"`
+	ID                       uuid.UUID  `db:"id" json:"id"`
+	OrderID                  uuid.UUID  `db:"order_id" json:"orderId"`
+	Status                   string     `db:"status" json:"status"`
+	RateSnapshotID           *uuid.UUID `db:"rate_snapshot_id" json:"rateSnapshotId"`
+	OverrideCarrierAccountID *uuid.UUID `db:"override_carrier_account_id" json:"overrideCarrierAccountId"`
+	OverrideDispatchBridgeID *uuid.UUID `db:"override_dispatch_bridge_id" json:"overrideDispatchBridgeId"`
+}
+
+// ItemsState is a history entry's state of items (the previous and new
+// state of the entries that change items).
+type ItemsState struct {
+	Items []ItemFields `json:"items"`
+}
+
+// StateOf is the ItemsState of items as JSON ({"items": []} for none).
+// addItemsRecordedSQL builds the same JSON in SQL (itemsStateJSON).
+func StateOf(items []ItemFields) json.RawMessage {
+	if items == nil {
+		items = []ItemFields{}
+	}
+	raw, _ := json.Marshal(ItemsState{Items: items})
+	return raw
+}
+
+// itemsStateJSON is the SQL (jsonb) of the ItemsState of the
+// operation_items rows alias in the order of orderBy: each ItemFields
+// field's json name and its column, read from the structs' tags, so that
+// it and StateOf cannot drift. It aggregates: at least one row.
+func itemsStateJSON(alias, orderBy string) string {
+	t := reflect.TypeFor[ItemFields]()
+	pairs := make([]string, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		pairs[i] = "'" + f.Tag.Get("json") + "', " + alias + "." + f.Tag.Get("db")
+	}
+	items := reflect.TypeFor[ItemsState]().Field(0).Tag.Get("json")
+	return "jsonb_build_object('" + items + "', jsonb_agg(jsonb_build_object(" + strings.Join(pairs, ", ") + ") ORDER BY " + orderBy + "))"
 }
 
 // FieldsOf are an item's settable fields.

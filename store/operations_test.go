@@ -264,6 +264,49 @@ func TestStoreOperationItemsHistoryAndDelete(t *testing.T) {
 	require.Zero(t, left)
 }
 
+// The items_added entry's state is built in SQL (addItemsRecordedSQL), the
+// other item entries' by StateOf: over every status, each reference set or
+// null, and one item or several (in order), both are the same jsonb.
+func TestStoreItemsStateSQLIsStateOf(t *testing.T) {
+	s := storetest.New(t)
+	ref := func(set bool) *uuid.UUID {
+		if !set {
+			return nil
+		}
+		id := uuid.New()
+		return &id
+	}
+	var all []store.ItemFields
+	for _, st := range store.ItemStatuses {
+		for mask := range 8 {
+			all = append(all, store.ItemFields{ID: uuid.New(), OrderID: uuid.New(), Status: st,
+				RateSnapshotID: ref(mask&1 != 0), OverrideCarrierAccountID: ref(mask&2 != 0), OverrideDispatchBridgeID: ref(mask&4 != 0)})
+		}
+	}
+	q := `SELECT ` + store.ItemsStateSQL("i", "i.n") + ` = $7::jsonb, ` + store.ItemsStateSQL("i", "i.n") + `::text
+  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::uuid[], $5::uuid[], $6::uuid[])
+       WITH ORDINALITY AS i(id, order_id, status, rate_snapshot_id, override_carrier_account_id, override_dispatch_bridge_id, n)`
+	check := func(items []store.ItemFields) {
+		t.Helper()
+		var ids, orders []uuid.UUID
+		var snaps, accts, bridges []*uuid.UUID
+		var statuses []string
+		for _, it := range items {
+			ids, orders, statuses = append(ids, it.ID), append(orders, it.OrderID), append(statuses, it.Status)
+			snaps, accts, bridges = append(snaps, it.RateSnapshotID), append(accts, it.OverrideCarrierAccountID), append(bridges, it.OverrideDispatchBridgeID)
+		}
+		want := store.StateOf(items)
+		var same bool
+		var got string
+		require.NoError(t, s.Pool.QueryRow(t.Context(), q, ids, orders, statuses, snaps, accts, bridges, string(want)).Scan(&same, &got))
+		require.True(t, same, "SQL %s\nGo  %s", got, want)
+	}
+	for _, it := range all {
+		check([]store.ItemFields{it})
+	}
+	check(all)
+}
+
 func TestStoreOperationAddItemsRecorded(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
@@ -292,9 +335,11 @@ func TestStoreOperationAddItemsRecorded(t *testing.T) {
 	require.Equal(t, []uuid.UUID{res.Added[0].ID, res.Added[1].ID, res.Added[2].ID}, entry.AffectedItemIDs)
 	require.Equal(t, orders[:3], entry.AffectedOrderIDs)
 	require.JSONEq(t, `{"items": []}`, string(entry.PreviousState))
+	require.JSONEq(t, string(store.StateOf(nil)), string(entry.PreviousState))
 	var next struct{ Items []store.ItemFields }
 	require.NoError(t, json.Unmarshal(entry.NewState, &next))
 	require.Equal(t, []store.ItemFields{store.FieldsOf(res.Added[0]), store.FieldsOf(res.Added[1]), store.FieldsOf(res.Added[2])}, next.Items)
+	require.JSONEq(t, string(store.StateOf(next.Items)), string(entry.NewState), "the SQL writes what StateOf writes")
 	require.Equal(t, by, *entry.PerformedBy)
 	require.True(t, entry.IsUndoable)
 	got, err := store.OperationByID(ctx, s.Pool, org, op.ID)
