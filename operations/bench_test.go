@@ -16,8 +16,8 @@ import (
 )
 
 // benchOrg is an organization with n orders (ids in creation order) and
-// an operations Service acting for it.
-func benchOrg(b *testing.B, n int) (*operations.Service, domain.Actor, []uuid.UUID) {
+// an operations Service acting for it (d's Store set).
+func benchOrg(b testing.TB, n int, d operations.Deps) (*operations.Service, domain.Actor, []uuid.UUID) {
 	b.Helper()
 	s := storetest.New(b)
 	ctx := context.Background()
@@ -53,7 +53,8 @@ RETURNING id`, org.ID, n)
 	}
 	actor := domain.Actor{Kind: domain.ActorAPIKey, ID: uuid.New(), OrganizationID: org.ID, Name: "bench",
 		Scopes: []string{"operations:read", "operations:write"}, Scoped: true}
-	return operations.New(operations.Deps{Store: s}), actor, ids
+	d.Store = s
+	return operations.New(d), actor, ids
 }
 
 // reportLatency reports the p50 and p99 of the durations in ms.
@@ -71,7 +72,7 @@ func reportLatency(b *testing.B, d []time.Duration) {
 //
 //	./scripts/test-postgres.sh go test ./operations -run '^$' -bench AddItems500 -benchtime 100x
 func BenchmarkAddItems500(b *testing.B) {
-	svc, actor, ids := benchOrg(b, 100_000)
+	svc, actor, ids := benchOrg(b, 100_000, operations.Deps{})
 	ctx := context.Background()
 	d := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
@@ -99,7 +100,7 @@ func BenchmarkAddItems500(b *testing.B) {
 //
 //	./scripts/test-postgres.sh go test ./operations -run '^$' -bench ListItemsPage100 -benchtime 200x
 func BenchmarkListItemsPage100(b *testing.B) {
-	svc, actor, ids := benchOrg(b, 100_000)
+	svc, actor, ids := benchOrg(b, 100_000, operations.Deps{})
 	ctx := context.Background()
 	op, err := svc.Create(ctx, actor, operations.CreateInput{Name: "Big"})
 	if err != nil {

@@ -1,6 +1,7 @@
 package operations
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -396,8 +397,8 @@ func (s *Service) ProcessBatch(ctx context.Context, in BatchInput) (BatchResult,
 }
 
 // Settling a batch's results: a chunk is written when it holds settleChunk
-// results or, checked as the next result arrives, its oldest waited
-// settleEvery (the rest at the batch's end).
+// results or settleEvery after its first result was queued, whether more
+// results arrive or not (the rest at the batch's end).
 const (
 	settleChunk = 32
 	settleEvery = 500 * time.Millisecond
@@ -417,7 +418,17 @@ type batchRun struct {
 
 	settleMu sync.Mutex
 	results  []store.ItemResult
-	since    time.Time
+	// due writes the results queued settleEvery after the first; gen
+	// names the chunk it was set for (a chunk written sooner, or the
+	// batch's end, moves it on and the timer does nothing).
+	due *time.Timer
+	gen int
+	// ended is set by flush: no timer is set after it, and flush waits
+	// for the writes of the timers that went off before (dueWrites),
+	// whose first error is dueErr.
+	ended     bool
+	dueWrites sync.WaitGroup
+	dueErr    error
 }
 
 type snapshotOnce struct {
@@ -452,33 +463,72 @@ func (b *batchRun) snapshot(ctx context.Context, orgID, id uuid.UUID) (store.Rat
 	return e.snap, e.err
 }
 
-// settle queues an item's result and writes the chunk when it is due.
+// settle queues an item's result and writes the chunk when it holds
+// settleChunk results; the first result of a chunk sets the timer that
+// writes it settleEvery later.
 func (b *batchRun) settle(ctx context.Context, r store.ItemResult) error {
 	b.settleMu.Lock()
-	if len(b.results) == 0 {
-		b.since = time.Now()
-	}
 	b.results = append(b.results, r)
 	var chunk []store.ItemResult
-	if len(b.results) >= settleChunk || time.Since(b.since) >= settleEvery {
-		chunk, b.results = b.results, nil
+	switch {
+	case len(b.results) >= settleChunk:
+		chunk = b.take()
+	case len(b.results) == 1 && !b.ended:
+		gen := b.gen
+		b.due = time.AfterFunc(settleEvery, func() { b.settleDue(ctx, gen) })
 	}
 	b.settleMu.Unlock()
-	if chunk == nil {
-		return nil
+	return b.write(ctx, chunk)
+}
+
+// settleDue writes the chunk of generation gen when it is still queued.
+func (b *batchRun) settleDue(ctx context.Context, gen int) {
+	b.settleMu.Lock()
+	if gen != b.gen || b.ended {
+		b.settleMu.Unlock()
+		return
 	}
+	chunk := b.take()
+	b.dueWrites.Add(1)
+	b.settleMu.Unlock()
+	defer b.dueWrites.Done()
+	if err := b.write(ctx, chunk); err != nil {
+		b.settleMu.Lock()
+		b.dueErr = cmp.Or(b.dueErr, err)
+		b.settleMu.Unlock()
+	}
+}
+
+// take takes the queued results and moves the timer's generation on
+// (settleMu held).
+func (b *batchRun) take() []store.ItemResult {
+	chunk := b.results
+	b.results = nil
+	b.gen++
+	if b.due != nil {
+		b.due.Stop()
+		b.due = nil
+	}
+	return chunk
+}
+
+// write settles a chunk of results.
+func (b *batchRun) write(ctx context.Context, chunk []store.ItemResult) error {
 	_, err := store.SettleItems(ctx, b.s.store.Pool, b.opID, chunk)
 	return err
 }
 
-// flush writes the results still queued.
+// flush writes the results still queued once the batch's items have
+// ended, after the writes its timers started; the first error of those is
+// its own.
 func (b *batchRun) flush(ctx context.Context) error {
 	b.settleMu.Lock()
-	chunk := b.results
-	b.results = nil
+	b.ended = true
+	chunk := b.take()
 	b.settleMu.Unlock()
-	_, err := store.SettleItems(ctx, b.s.store.Pool, b.opID, chunk)
-	return err
+	err := b.write(ctx, chunk)
+	b.dueWrites.Wait()
+	return cmp.Or(b.dueErr, err)
 }
 
 // executeItem runs one item's steps (CONTRACT 10) and says how it ended.
