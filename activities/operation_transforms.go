@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/internal/oncemap"
 	"github.com/fos-dev/fos/operations"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
@@ -49,45 +49,31 @@ func (t OperationTransforms) TransformOrder(ctx context.Context, orgID, orderID,
 // organization without any reads no order either). A transformation
 // changed while the batch runs applies from the next batch.
 func (t OperationTransforms) Batch() operations.Transforms {
-	return &batchTransforms{t: t, sets: map[string]*chainSetOnce{}}
+	return &batchTransforms{t: t}
 }
 
 type batchTransforms struct {
-	t    OperationTransforms
-	mu   sync.Mutex
-	sets map[string]*chainSetOnce
-}
-
-type chainSetOnce struct {
-	once sync.Once
-	set  *transforms.ChainSet
-	err  error
+	t OperationTransforms
+	// sets are each organization's and trigger's transformations (a
+	// failed read is not kept: the next item reads again).
+	sets oncemap.Map[string, *transforms.ChainSet]
 }
 
 func (b *batchTransforms) TransformOrder(ctx context.Context, orgID, orderID, key uuid.UUID, trigger string) error {
-	k := orgID.String() + "/" + trigger
-	b.mu.Lock()
-	e := b.sets[k]
-	if e == nil {
-		e = &chainSetOnce{}
-		b.sets[k] = e
+	set, err := b.sets.Get(orgID.String()+"/"+trigger, func() (*transforms.ChainSet, error) {
+		return b.t.Transforms.LoadAll(ctx, orgID, trigger)
+	})
+	if err != nil {
+		return err
 	}
-	b.mu.Unlock()
-	e.once.Do(func() { e.set, e.err = b.t.Transforms.LoadAll(ctx, orgID, trigger) })
-	if e.err != nil {
-		b.mu.Lock()
-		delete(b.sets, k) // not kept: the next item reads again
-		b.mu.Unlock()
-		return e.err
-	}
-	if e.set.Empty() {
+	if set.Empty() {
 		return nil
 	}
 	o, err := store.OrderByID(ctx, b.t.Store.Pool, orgID, orderID)
 	if err != nil {
 		return err
 	}
-	chain := e.set.For(o.BridgeID)
+	chain := set.For(o.BridgeID)
 	if chain.Empty() {
 		return nil
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fos-dev/fos/carriers"
 	"github.com/fos-dev/fos/domain"
+	"github.com/fos-dev/fos/internal/oncemap"
 	"github.com/fos-dev/fos/shipping"
 	"github.com/fos-dev/fos/store"
 )
@@ -413,8 +414,9 @@ type batchRun struct {
 	purchases  *shipping.PurchaseBatch
 	transforms Transforms
 
-	snapMu sync.Mutex
-	snaps  map[uuid.UUID]*snapshotOnce
+	// snaps are the rate snapshots read (a failed read is not kept, a
+	// snapshot that is gone is).
+	snaps oncemap.Map[uuid.UUID, store.RateSnapshot]
 
 	settleMu sync.Mutex
 	results  []store.ItemResult
@@ -431,36 +433,19 @@ type batchRun struct {
 	dueErr    error
 }
 
-type snapshotOnce struct {
-	once sync.Once
-	snap store.RateSnapshot
-	err  error
-}
-
 func (s *Service) newBatchRun(opID uuid.UUID) *batchRun {
-	b := &batchRun{s: s, opID: opID, purchases: new(shipping.PurchaseBatch), transforms: s.transforms, snaps: map[uuid.UUID]*snapshotOnce{}}
+	b := &batchRun{s: s, opID: opID, purchases: new(shipping.PurchaseBatch), transforms: s.transforms}
+	b.snaps.Keep = func(err error) bool { return errors.Is(err, store.ErrNotFound) }
 	if bt, ok := s.transforms.(BatchTransforms); ok {
 		b.transforms = bt.Batch()
 	}
 	return b
 }
 
-// snapshot reads a rate snapshot once per batch (an error is not kept).
+// snapshot reads a rate snapshot once per batch (an error is not kept,
+// but for ErrNotFound).
 func (b *batchRun) snapshot(ctx context.Context, orgID, id uuid.UUID) (store.RateSnapshot, error) {
-	b.snapMu.Lock()
-	e := b.snaps[id]
-	if e == nil {
-		e = &snapshotOnce{}
-		b.snaps[id] = e
-	}
-	b.snapMu.Unlock()
-	e.once.Do(func() { e.snap, e.err = store.RateSnapshotByID(ctx, b.s.store.Pool, orgID, id) })
-	if e.err != nil && !errors.Is(e.err, store.ErrNotFound) {
-		b.snapMu.Lock()
-		delete(b.snaps, id)
-		b.snapMu.Unlock()
-	}
-	return e.snap, e.err
+	return b.snaps.Get(id, func() (store.RateSnapshot, error) { return store.RateSnapshotByID(ctx, b.s.store.Pool, orgID, id) })
 }
 
 // settle queues an item's result and writes the chunk when it holds

@@ -2,6 +2,7 @@ package operations_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/operations"
+	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/store/storetest"
 )
 
 // holdTransforms holds the before_operation of the item hold until
@@ -79,4 +82,50 @@ func TestProcessBatchSettlesALoneResultOnTime(t *testing.T) {
 	require.Equal(t, "skipped", status(items[1].ID))
 	require.Equal(t, "completed", out.res.Status)
 	require.EqualValues(t, 2, out.res.Processed)
+}
+
+// A batch reads each rate snapshot once (snapshots are immutable): one
+// found gone stays gone for the batch (the next batch reads again), and a
+// read that failed otherwise (here: cancelled) is made again.
+func TestBatchReadsSnapshotsOnce(t *testing.T) {
+	svc, actor, _ := benchOrg(t, 0, operations.Deps{})
+	s := storetest.New(t)
+	ctx := t.Context()
+	org := actor.OrganizationID
+	acct := uuid.New()
+	_, err := s.Pool.Exec(ctx, `INSERT INTO carrier_accounts (id, organization_id, name, carrier, supports_rating) VALUES ($1, $2, 'B', 'carrier_b', true)`, acct, org)
+	require.NoError(t, err)
+	newSnap := func(id uuid.UUID) {
+		_, err := store.CreateRateSnapshot(ctx, s.Pool, store.RateSnapshot{ID: id, OrganizationID: org, CarrierAccountID: acct, Carrier: "carrier_b",
+			ServiceType: "03", ServiceName: "Ground", TotalPrice: 12.34, Currency: "USD",
+			ShipFrom: json.RawMessage(`{"zip": "10001"}`), ShipTo: json.RawMessage(`{"zip": "94105"}`), Packages: json.RawMessage(`[]`)})
+		require.NoError(t, err)
+	}
+	known, later, flaky := uuid.New(), uuid.New(), uuid.New()
+	newSnap(known)
+	read := operations.BatchSnapshots(svc)
+
+	snap, err := read(ctx, org, known)
+	require.NoError(t, err)
+	require.Equal(t, known, snap.ID)
+	require.Equal(t, "03", snap.ServiceType)
+
+	_, err = read(ctx, org, later)
+	require.ErrorIs(t, err, store.ErrNotFound)
+	newSnap(later)
+	_, err = read(ctx, org, later)
+	require.ErrorIs(t, err, store.ErrNotFound, "a snapshot found gone is kept for the batch")
+	snap, err = operations.BatchSnapshots(svc)(ctx, org, later)
+	require.NoError(t, err, "the next batch reads again")
+	require.Equal(t, later, snap.ID)
+
+	newSnap(flaky)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = read(cancelled, org, flaky)
+	require.Error(t, err)
+	require.NotErrorIs(t, err, store.ErrNotFound)
+	snap, err = read(ctx, org, flaky)
+	require.NoError(t, err, "a failed read is not kept")
+	require.Equal(t, flaky, snap.ID)
 }

@@ -16,7 +16,7 @@ import (
 // versions (one small query) and re-reads the values of a set only when it
 // changed, so a rule on a 100,000-value set costs a map lookup per order,
 // not a transfer of the set. The zero value is ready; safe for concurrent
-// use.
+// use. (Not an oncemap.Map: entries are replaced by version and evicted.)
 type SetCache struct {
 	mu      sync.Mutex
 	entries map[uuid.UUID]setEntry

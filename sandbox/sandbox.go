@@ -180,6 +180,8 @@ type Sandbox struct {
 	pool   *Pool
 	wire   []byte // limits, as sent to the pool's processes
 
+	// cache is an LRU, not an oncemap.Map: it evicts past cacheSize and
+	// does not keep failed compiles.
 	mu    sync.Mutex
 	cache map[[32]byte]*list.Element
 	lru   *list.List // of *compiled, most recent first
