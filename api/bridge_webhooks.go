@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/bridgetasks"
 )
@@ -55,15 +56,15 @@ type enableWebhooksRequest struct {
 }
 
 func (s *Server) enableBridgeWebhooks(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.bridgeFromPath(r)
+	id, err := pathID(r, "id", "bridge")
 	if err != nil {
 		return err
 	}
 	var req enableWebhooksRequest
 	if err := decodeJSON(r, &req); err != nil {
-		return err
+		return s.bridgeErrFirst(r, id, err)
 	}
-	out, err := s.bridgeTasks.EnableWebhooks(r.Context(), actorOf(r), b.ID, req.Topics)
+	out, err := s.bridgeTasks.EnableWebhooks(r.Context(), actorOf(r), id, req.Topics)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func (s *Server) enableBridgeWebhooks(w http.ResponseWriter, r *http.Request) er
 		unsupportedWebhooks(w, out.Bridge)
 		return nil
 	}
-	resp := map[string]any{"enabled": out.Enabled, "registered": out.Registered, "webhookUrl": s.webhookURL(b.ID)}
+	resp := map[string]any{"enabled": out.Enabled, "registered": out.Registered, "webhookUrl": s.webhookURL(id)}
 	if len(out.Failures) > 0 {
 		resp["errors"] = out.Failures
 	}
@@ -80,15 +81,15 @@ func (s *Server) enableBridgeWebhooks(w http.ResponseWriter, r *http.Request) er
 }
 
 func (s *Server) disableBridgeWebhook(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.bridgeFromPath(r)
+	id, err := pathID(r, "id", "bridge")
 	if err != nil {
 		return err
 	}
 	topic, err := url.PathUnescape(chi.URLParam(r, "*"))
 	if err != nil {
-		return errValidation(FieldError{Field: "topic", Message: "is not URL-encoded correctly"})
+		return s.bridgeErrFirst(r, id, errValidation(FieldError{Field: "topic", Message: "is not URL-encoded correctly"}))
 	}
-	out, err := s.bridgeTasks.DisableWebhook(r.Context(), actorOf(r), b.ID, topic)
+	out, err := s.bridgeTasks.DisableWebhook(r.Context(), actorOf(r), id, topic)
 	if err != nil {
 		return err
 	}
@@ -98,4 +99,15 @@ func (s *Server) disableBridgeWebhook(w http.ResponseWriter, r *http.Request) er
 	}
 	writeData(w, http.StatusOK, map[string]any{"disabled": topic, "enabled": out.Enabled})
 	return nil
+}
+
+// bridgeErrFirst is the answer to a request on bridge id whose body or
+// path is refused with err: the service reads the bridge only for a
+// request it takes, so a bridge that is not the organization's is read
+// here, and is 404 before err.
+func (s *Server) bridgeErrFirst(r *http.Request, id uuid.UUID, err error) error {
+	if _, berr := s.bridgeTasks.Bridge(r.Context(), actorOf(r), id); berr != nil {
+		return berr
+	}
+	return err
 }

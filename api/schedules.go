@@ -257,47 +257,49 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 // updateSchedule changes the fields sent: cron, task, status (the spec's),
 // timezone and input. 200 {data: schedule detail}.
 func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) error {
-	cur, err := s.scheduleFromPath(r)
+	id, err := pathID(r, "id", "schedule")
 	if err != nil {
 		return err
 	}
-	var body jsonBody
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	var v validator
-	b := scheduleBody{f: bodyFields{v: &v, m: body}, body: body}
-	ch := bridgetasks.ScheduleChange{TaskField: b.key("task", "taskName")}
-	if b.sent("task", "taskName") {
-		task := b.task()
-		if task != "" {
-			var fe domain.FieldErrors
-			bridgetasks.CheckScheduleTask(&fe, ch.TaskField, cur.BridgeType, task)
-			for _, e := range fe {
-				v.add(e.Field, e.Message)
-			}
+	// The body is read once the schedule is found (another organization's
+	// is 404 whatever the body), and its task checked against the
+	// schedule's bridge type with the other fields.
+	return s.writeSchedule(w)(s.bridgeTasks.UpdateScheduleFrom(r.Context(), actorOf(r), id, func(cur bridgetasks.Schedule) (bridgetasks.ScheduleChange, error) {
+		var body jsonBody
+		if err := decodeJSON(r, &body); err != nil {
+			return bridgetasks.ScheduleChange{}, err
 		}
-		ch.TaskName = &task
-	}
-	if b.sent("cron", "cronExpression") {
-		cron := b.cron()
-		ch.Cron = &cron
-	}
-	if b.sent("timezone") {
-		tz := b.timezone(true)
-		ch.Timezone = &tz
-	}
-	if b.sent("status") {
-		active := b.status()
-		ch.IsActive = &active
-	}
-	if b.sent("input") {
-		ch.Input = b.f.rawObject("input", true)
-	}
-	if err := v.err(); err != nil {
-		return err
-	}
-	return s.writeSchedule(w)(s.bridgeTasks.UpdateSchedule(r.Context(), actorOf(r), cur.ID, ch))
+		var v validator
+		b := scheduleBody{f: bodyFields{v: &v, m: body}, body: body}
+		ch := bridgetasks.ScheduleChange{TaskField: b.key("task", "taskName")}
+		if b.sent("task", "taskName") {
+			task := b.task()
+			if task != "" {
+				var fe domain.FieldErrors
+				bridgetasks.CheckScheduleTask(&fe, ch.TaskField, cur.BridgeType, task)
+				for _, e := range fe {
+					v.add(e.Field, e.Message)
+				}
+			}
+			ch.TaskName = &task
+		}
+		if b.sent("cron", "cronExpression") {
+			cron := b.cron()
+			ch.Cron = &cron
+		}
+		if b.sent("timezone") {
+			tz := b.timezone(true)
+			ch.Timezone = &tz
+		}
+		if b.sent("status") {
+			active := b.status()
+			ch.IsActive = &active
+		}
+		if b.sent("input") {
+			ch.Input = b.f.rawObject("input", true)
+		}
+		return ch, v.err()
+	}))
 }
 
 // writeSchedule answers 200 with a changed schedule's detail.

@@ -256,6 +256,10 @@ func TestScheduleCreateReadList(t *testing.T) {
 	} {
 		requireError(t, e.do(other.caller, c.method, c.path, map[string]any{"cron": "* * * * *"}), 404, "not_found")
 	}
+	// ... whatever the body: 404 before the body's 400.
+	requireError(t, e.do(other.caller, "PATCH", "/api/v1/schedules/"+id, "{not json"), 404, "not_found")
+	requireError(t, e.do(other.caller, "PATCH", "/api/v1/schedules/"+id, map[string]any{"task": "nope", "cron": "nope"}), 404, "not_found")
+	requireError(t, e.do(e.owner.caller, "PATCH", "/api/v1/schedules/"+id, "{not json"), 400, "invalid_json")
 	requireError(t, e.do(e.owner.caller, "GET", "/api/v1/schedules/"+uuid.NewString(), nil), 404, "not_found")
 	requireError(t, e.do(e.owner.caller, "GET", "/api/v1/schedules/nope", nil), 404, "not_found")
 	// ... nor can it schedule this organization's bridge.
@@ -393,6 +397,11 @@ func TestSchedulePauseResumePatchDelete(t *testing.T) {
 		requireError(t, res, 400, "validation_error")
 		require.Equal(t, field, errField(res), body)
 	}
+	// The task (checked against the bridge's type) is named with the other
+	// fields, in the handler's order (task, cron, timezone, status, input).
+	res = e.do(e.owner.caller, "PATCH", path, `{"status": "off", "cron": "* * *", "task": "grab-shipments"}`)
+	requireError(t, res, 400, "validation_error")
+	require.Equal(t, []string{"task", "cron", "status"}, bridgeErrFields(t, res))
 
 	// Temporal failing: 503 and the row as it was.
 	before := e.do(e.owner.caller, "GET", path, nil).data()

@@ -134,6 +134,12 @@ func TestBridgeWebhooksRegistration(t *testing.T) {
 	requireError(t, e.do(other, "GET", path, nil), 404, "not_found")
 	requireError(t, e.do(other, "POST", path, map[string]any{"topics": []string{"orders/create"}}), 404, "not_found")
 	requireError(t, e.do(other, "DELETE", path+"/orders%2Fupdated", nil), 404, "not_found")
+	// Another organization's bridge is 404 before its body is looked at;
+	// the organization's own gets the body's 400.
+	requireError(t, e.do(other, "POST", path, "{not json"), 404, "not_found")
+	requireError(t, e.do(other, "POST", path, map[string]any{"topics": []string{"nope"}}), 404, "not_found")
+	requireError(t, e.do(other, "DELETE", path+"/nope", nil), 404, "not_found")
+	requireError(t, e.do(key, "POST", path, "{not json"), 400, "invalid_json")
 }
 
 func TestBridgeWebhooksHubToken(t *testing.T) {

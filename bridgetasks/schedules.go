@@ -198,10 +198,22 @@ type ScheduleChange struct {
 // conflict (its state is sent to Temporal again). The actor needs
 // bridges:write.
 func (s *Service) UpdateSchedule(ctx context.Context, actor domain.Actor, id uuid.UUID, ch ScheduleChange) (Schedule, error) {
+	return s.UpdateScheduleFrom(ctx, actor, id, func(Schedule) (ScheduleChange, error) { return ch, nil })
+}
+
+// UpdateScheduleFrom is UpdateSchedule with the change that change makes
+// of the schedule as it is (read once, after the not-found check; an
+// error of change is the answer): a caller that checks a change against
+// the schedule (its bridge type) needs no read of its own.
+func (s *Service) UpdateScheduleFrom(ctx context.Context, actor domain.Actor, id uuid.UUID, change func(cur Schedule) (ScheduleChange, error)) (Schedule, error) {
 	if err := actor.RequireScope(ScopeWrite); err != nil {
 		return Schedule{}, err
 	}
 	cur, err := s.Schedule(ctx, actor, id)
+	if err != nil {
+		return Schedule{}, err
+	}
+	ch, err := change(cur)
 	if err != nil {
 		return Schedule{}, err
 	}
