@@ -53,7 +53,7 @@ func NewRouter(d Deps) http.Handler {
 	}
 	s.domains = newDomains(wiring.New(d, wiring.Hooks{
 		PINLimit: s.limits.carrierPINAccount.check, MaxWrongPINs: s.limits.wrongPINs,
-		InvitationLimit: s.limits.invitationsOrg.check, OnWebhookSecret: s.webhookVerifiers().drop,
+		InvitationLimit: s.limits.invitationsOrg.check,
 	}))
 	s.embedLimits = newEmbedLimits()
 	if !d.NoRequestValidation {

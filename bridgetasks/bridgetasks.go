@@ -86,9 +86,6 @@ type Deps struct {
 	// BaseURL is the service's public base URL (a bridge's inbound
 	// webhook URL).
 	BaseURL string
-	// OnWebhookSecret, when set, hears that a bridge got a new webhook
-	// secret (the API's verifier cache drops it).
-	OnWebhookSecret func(bridgeID uuid.UUID)
 	// TenantMessage is a platform failure as a tenant may read it
 	// (activities.TenantMessage; nil: a fixed sentence).
 	TenantMessage func(error) string
@@ -105,7 +102,6 @@ type Service struct {
 	// allowPrivateURLs: see Deps.AllowPrivateURLs.
 	allowPrivateURLs bool
 	baseURL          string
-	onWebhookSecret  func(uuid.UUID)
 	tenantMessage    func(error) string
 	// relay wakes the worker's relay after inbound deliveries (one per
 	// Service).
@@ -119,7 +115,7 @@ func New(d Deps) *Service {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Service{store: d.Store, log: log, runs: d.Runs, schedules: d.Schedules, secrets: d.Secrets,
-		platforms: d.Platforms, allowPrivateURLs: d.AllowPrivateURLs, baseURL: d.BaseURL, onWebhookSecret: d.OnWebhookSecret,
+		platforms: d.Platforms, allowPrivateURLs: d.AllowPrivateURLs, baseURL: d.BaseURL,
 		tenantMessage: d.TenantMessage, relay: &relayWaker{store: d.Store}}
 }
 

@@ -180,9 +180,6 @@ func (s *Service) ensureWebhookSecret(ctx context.Context, b Bridge) (Bridge, pl
 	if err != nil {
 		return Bridge{}, platforms.Bridge{}, err
 	}
-	if s.onWebhookSecret != nil {
-		s.onWebhookSecret(b.ID)
-	}
 	pb, err := store.PlatformBridge(s.secrets, out)
 	return out, pb, err
 }

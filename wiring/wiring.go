@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
 	"go.temporal.io/sdk/client"
 
 	"github.com/fos-dev/fos/accounts"
@@ -127,7 +126,7 @@ type EmbedDeps struct {
 }
 
 // Hooks are what the HTTP layer lends the services it is built with: its
-// per-process limits and its cache of inbound webhook verifiers.
+// per-process limits.
 type Hooks struct {
 	// PINLimit is asked before a carrier account sends a PIN (key: the
 	// account); MaxWrongPINs bounds the wrong PINs of one registration.
@@ -136,8 +135,6 @@ type Hooks struct {
 	// InvitationLimit is asked before an organization invites (key: the
 	// organization).
 	InvitationLimit func(key string) error
-	// OnWebhookSecret is told when a bridge's webhook secret changes.
-	OnWebhookSecret func(bridge uuid.UUID)
 }
 
 // Services are the domain services the handlers call (decode → call →
@@ -189,7 +186,7 @@ func New(d Deps, h Hooks) Services {
 	}
 	sh := shipping.New(sd)
 	rt := routing.New(routing.Deps{Store: d.Store, Logger: d.Logger, Hooks: w.orderHooks, Starter: w.dispatchStarter(), Sandbox: d.Sandbox})
-	bt := w.bridgeTasks(h)
+	bt := w.bridgeTasks()
 	ops := w.operations(sh, rt)
 	ins := w.insights()
 	return Services{
@@ -245,10 +242,10 @@ func (w *wiring) rateComparisons() *ratecomparisons.Service {
 
 // bridgeTasks builds the bridge tasks Service: BridgeTask runs and the
 // schedules' Temporal Schedules through Temporal on the bulk task queue.
-func (w *wiring) bridgeTasks(h Hooks) *bridgetasks.Service {
+func (w *wiring) bridgeTasks() *bridgetasks.Service {
 	d := w.d
 	bd := bridgetasks.Deps{Store: d.Store, Logger: d.Logger, Secrets: d.Secrets, Platforms: d.Platforms, AllowPrivateURLs: d.AllowPrivateURLs,
-		BaseURL: d.BaseURL, OnWebhookSecret: h.OnWebhookSecret, TenantMessage: activities.TenantMessage}
+		BaseURL: d.BaseURL, TenantMessage: activities.TenantMessage}
 	if d.Temporal != nil {
 		t := worker.TemporalBridgeTasks{Client: d.Temporal, TaskQueue: w.bulkQueue, Log: d.Logger,
 			Names: &worker.OrganizationNames{DB: d.Store.Pool}}
