@@ -363,6 +363,13 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 	if err != nil {
 		return nil, err
 	}
+	// Only the JSON fields some dispatcher reads are decoded.
+	fields := map[string]bool{}
+	for _, c := range compiled {
+		for _, f := range c.Program.Fields() {
+			fields[f] = true
+		}
+	}
 	var created []store.DispatchAssignment
 	var errs []error
 	matches := map[uuid.UUID][]uuid.UUID{}
@@ -375,7 +382,7 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 			}
 			continue
 		}
-		doc, err := OrderDoc(o)
+		doc, err := orderDoc(o, fields)
 		if err != nil {
 			errs = append(errs, err)
 			continue
