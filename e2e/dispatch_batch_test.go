@@ -16,6 +16,7 @@ import (
 	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
 )
 
 // pendingBacklog inserts n orders of the shop and their pending
@@ -90,7 +91,7 @@ func TestDispatchBatchEndToEnd(t *testing.T) {
 	s := start(t)
 	ctx := context.Background()
 	key, shop, hub, _, disp := s.dispatchAccount()
-	const n = 1500
+	const n = 600
 	pendingBacklog(t, s.store, shop, hub, disp, n)
 	// 40 of them claimed by a page whose run died: the lease ran out.
 	_, err := s.store.Pool.Exec(ctx, `UPDATE dispatch_assignments SET status = 'processing', claimed_by = 'dispatch-batch/dead/run/0',
@@ -157,14 +158,37 @@ func benchDispatchN() int {
 	return 5000
 }
 
+// benchDispatchYield sets the process's priority gate from
+// FOS_DISPATCH_YIELD_RATE and FOS_DISPATCH_IMPORT_YIELD_RATE when set, as
+// fos worker does (to measure other rates), and restores it after b.
+func benchDispatchYield(b *testing.B) {
+	g := activities.ProcessPriority
+	prevI, prevM := g.YieldRate(activities.PriorityInteractive), g.YieldRate(activities.PriorityImport)
+	b.Cleanup(func() { worker.SetDispatchYield(prevI, prevM) })
+	interactive, importing := prevI, prevM
+	for _, v := range []struct {
+		env  string
+		into *float64
+	}{{"FOS_DISPATCH_YIELD_RATE", &interactive}, {"FOS_DISPATCH_IMPORT_YIELD_RATE", &importing}} {
+		if f, err := strconv.ParseFloat(os.Getenv(v.env), 64); err == nil && f >= 0 {
+			*v.into = f
+		}
+	}
+	worker.SetDispatchYield(interactive, importing)
+	b.Logf("dispatch yield rates: %.0f/s to purchases, %.0f/s to imports", interactive, importing)
+}
+
 // BenchmarkDispatchDrain: N pending assignments to one sandbox hub drain
 // through its DispatchBatch drainer on the embedded Temporal server, while
 // POST /shipments purchases run one after another; it reports the drain
 // rate and the purchases' p99 while idle and during the drain (the same
-// run).
+// run), and logs their p50 and p90. The drainer yields to the purchases
+// at the process's rate (activities.PriorityGate; FOS_DISPATCH_YIELD_RATE
+// sets another, 0 none).
 //
 //	FOS_BENCH_DISPATCH_N=100000 go test ./e2e -run '^$' -bench DispatchDrain -benchtime 1x
 func BenchmarkDispatchDrain(b *testing.B) {
+	benchDispatchYield(b)
 	p := startPurchases(b)
 	w := p.worker(nil)
 	b.Cleanup(w.Stop)
