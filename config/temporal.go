@@ -101,7 +101,7 @@ type DispatchYield struct {
 
 // DefaultDispatchYield is activities.DefaultInteractiveYieldRate and
 // activities.DefaultImportYieldRate (a test in cmd/fos keeps them equal).
-var DefaultDispatchYield = DispatchYield{Interactive: 550, Import: 750}
+var DefaultDispatchYield = DispatchYield{Interactive: 550, Import: 0}
 
 // Defaults of the worker options.
 const (
