@@ -60,6 +60,9 @@ type BridgeTaskActivities struct {
 	// grab-orders page applies (nil: transforms.Noop).
 	Transforms transforms.Loader
 	Logger     *slog.Logger
+	// Priority is where a sync's pages mark themselves in flight, so the
+	// dispatch drainers yield to an import (nil: ProcessPriority).
+	Priority *PriorityGate
 }
 
 // ---- start and finish ----
@@ -266,6 +269,7 @@ type pageOutcome struct {
 // limited: retried after the wait the platform asked for; 5xx and network:
 // retried).
 func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (SyncPageResult, error) {
+	defer priorityOf(a.Priority).Begin(PriorityImport)()
 	orgID, execID, err := parseTaskIDs(in.OrganizationID, in.TaskExecutionID)
 	if err != nil {
 		return SyncPageResult{}, err

@@ -49,6 +49,9 @@ type DispatchActivities struct {
 	Secrets   *secrets.Box
 	Platforms *platforms.Registry
 	Logger    *slog.Logger
+	// Priority paces the drainer's pages below the work that has
+	// priority (nil: ProcessPriority).
+	Priority *PriorityGate
 }
 
 // DispatchInput names an assignment.

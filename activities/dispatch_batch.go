@@ -184,12 +184,18 @@ func (a *DispatchActivities) DrainDispatchPage(ctx context.Context, in DrainPage
 	if perSecond > 0 {
 		limiter = rate.NewLimiter(rate.Limit(perSecond), max(1, min(conc, int(perSecond))))
 	}
+	gate := priorityOf(a.Priority)
 	p := &pagePusher{a: a, in: in, out: &out, pause: newPause()}
 	work := make(chan claimedOrder)
 	var wg sync.WaitGroup
 	for range min(conc, max(len(claimed), (subPages-1)*size)) {
 		wg.Go(func() {
 			for w := range work {
+				// The drainer's pace: every assignment takes a token,
+				// slower while work with priority is in flight.
+				if err := gate.Wait(ctx, 1); err != nil {
+					continue // interrupted: left claimed for a retry
+				}
 				if !w.found { // deleted: its assignment went with it
 					continue
 				}
@@ -292,7 +298,7 @@ func (a *DispatchActivities) claimedOrders(ctx context.Context, orgID uuid.UUID,
 	for i, c := range claimed {
 		ids[i] = c.OrderID
 	}
-	list, err := store.OrdersByIDs(ctx, a.Store.Pool, orgID, ids)
+	list, err := store.OrdersToDispatch(ctx, a.Store.Pool, orgID, ids, false) // a push does not read the source data
 	if err != nil {
 		return nil, fmt.Errorf("read orders: %w", err)
 	}

@@ -35,6 +35,7 @@ type BookPickupResult = shipping.BookPickupResult
 // (shipping.Service.BookWithCarrier): one call; only ErrTypeCarrierNotSent may
 // be repeated.
 func (a *ShipmentActivities) BookPickup(ctx context.Context, in BookPickupInput) (BookPickupResult, error) {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "pickupId", in.PickupID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
 		return BookPickupResult{}, err
@@ -53,6 +54,7 @@ type RecordPickupBookingInput struct {
 // RecordPickupBooking records the carrier's booking on its pending pickup
 // (shipping.Service.RecordPickupBooking).
 func (a *ShipmentActivities) RecordPickupBooking(ctx context.Context, in RecordPickupBookingInput) error {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "pickupId", in.PickupID)
 	if err != nil {
 		return err
@@ -73,6 +75,7 @@ type CancelBookedPickupInput struct {
 // CancelBookedPickup cancels with the carrier a booking that could not be
 // recorded (shipping.Service.CancelBookedPickup).
 func (a *ShipmentActivities) CancelBookedPickup(ctx context.Context, in CancelBookedPickupInput) error {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
 		return err
@@ -96,6 +99,7 @@ type EndPickupBookingInput struct {
 // EndPickupBooking ends a pending pickup that was not booked
 // (shipping.Service.EndPickupBooking).
 func (a *ShipmentActivities) EndPickupBooking(ctx context.Context, in EndPickupBookingInput) error {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "pickupId", in.PickupID)
 	if err != nil {
 		return err
@@ -116,6 +120,7 @@ type CancelPickupResult = shipping.CancelPickupResult
 // CancelPickup cancels a confirmed pickup with the carrier and records it
 // (shipping.Service.CancelConfirmedPickup).
 func (a *ShipmentActivities) CancelPickup(ctx context.Context, in CancelPickupInput) (CancelPickupResult, error) {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "pickupId", in.PickupID)
 	if err != nil {
 		return CancelPickupResult{}, err

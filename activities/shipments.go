@@ -52,6 +52,9 @@ type ShipmentActivities struct {
 	// Shipping is the domain service the steps are (nil: one built from
 	// Store, Secrets, Carriers and Logger).
 	Shipping *shipping.Service
+	// Priority is where a purchase's steps mark themselves in flight, so
+	// the dispatch drainers yield to them (nil: ProcessPriority).
+	Priority *PriorityGate
 }
 
 // shipping is the domain service of the activities.
@@ -239,6 +242,7 @@ type BuyShipmentLabelResult = shipping.BuyLabelResult
 // (shipping.Service.BuyLabel): one carrier call; only ErrTypeCarrierNotSent
 // may be repeated.
 func (a *ShipmentActivities) BuyShipmentLabel(ctx context.Context, in BuyShipmentLabelInput) (BuyShipmentLabelResult, error) {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
 		return BuyShipmentLabelResult{}, err
@@ -260,6 +264,7 @@ type RecordShipmentLabelInput struct {
 // RecordShipmentLabel records a bought label on its pending shipment
 // (shipping.Service.RecordLabel).
 func (a *ShipmentActivities) RecordShipmentLabel(ctx context.Context, in RecordShipmentLabelInput) error {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID)
 	if err != nil {
 		return err
@@ -277,6 +282,7 @@ type VoidShipmentLabelInput struct {
 // VoidShipmentLabel voids a bought label that could not be recorded
 // (shipping.Service.VoidLabel).
 func (a *ShipmentActivities) VoidShipmentLabel(ctx context.Context, in VoidShipmentLabelInput) error {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
 		return err
@@ -298,6 +304,7 @@ type FindShipmentLabelResult = shipping.FoundLabel
 // FindShipmentLabel tells whether a purchase whose answer was lost bought a
 // label (shipping.Service.FindLabel).
 func (a *ShipmentActivities) FindShipmentLabel(ctx context.Context, in FindShipmentLabelInput) (FindShipmentLabelResult, error) {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "carrierAccountId", in.CarrierAccountID)
 	if err != nil {
 		return FindShipmentLabelResult{}, err
@@ -319,6 +326,7 @@ type EndShipmentPurchaseInput struct {
 // EndShipmentPurchase ends a pending shipment whose label was not bought
 // (shipping.Service.EndLabelPurchase).
 func (a *ShipmentActivities) EndShipmentPurchase(ctx context.Context, in EndShipmentPurchaseInput) error {
+	defer priorityOf(a.Priority).Begin(PriorityInteractive)()
 	ids, err := purchaseIDs("organizationId", in.OrganizationID, "shipmentId", in.ShipmentID)
 	if err != nil {
 		return err

@@ -48,6 +48,9 @@ type Temporal struct {
 	// StopTimeout is how long a stopping worker lets in-flight activities
 	// finish before their contexts are cancelled.
 	StopTimeout time.Duration
+	// DispatchYield paces a worker process's dispatch drainers while a
+	// label purchase or an import page runs in it (activities.PriorityGate).
+	DispatchYield DispatchYield
 
 	// MetricsAddr is where the Temporal SDK metrics are served in
 	// Prometheus format (GET /metrics); empty: not served.
@@ -85,6 +88,20 @@ type WorkerTuning struct {
 	// second (0: no bound).
 	ActivitiesPerSecond float64
 }
+
+// DispatchYield are the assignments per second a worker process's
+// dispatch drainers keep while work with priority runs in the process:
+// Interactive while a label purchase's steps run (FOS_DISPATCH_YIELD_RATE),
+// Import while a sync's pages run (FOS_DISPATCH_IMPORT_YIELD_RATE); 0: the
+// drainers do not yield to it.
+type DispatchYield struct {
+	Interactive float64
+	Import      float64
+}
+
+// DefaultDispatchYield is activities.DefaultInteractiveYieldRate and
+// activities.DefaultImportYieldRate (a test in cmd/fos keeps them equal).
+var DefaultDispatchYield = DispatchYield{Interactive: 550, Import: 0}
 
 // Defaults of the worker options.
 const (
@@ -152,6 +169,18 @@ func loadTemporal(get func(k, def string) string, mode Mode, taskQueue string, p
 	t.InboundWorker = loadTuning(get, &p, "FOS_INBOUND_WORKER_", DefaultInboundWorkerTuning)
 	if t.InboundTaskQueue == taskQueue || t.InboundTaskQueue == t.BulkTaskQueue {
 		p = append(p, fmt.Sprintf("FOS_INBOUND_TASK_QUEUE=%q: must differ from FOS_TASK_QUEUE and FOS_BULK_TASK_QUEUE, or a webhook storm queues in front of other work", t.InboundTaskQueue))
+	}
+	t.DispatchYield = DefaultDispatchYield
+	for _, r := range []struct {
+		name string
+		into *float64
+	}{{"FOS_DISPATCH_YIELD_RATE", &t.DispatchYield.Interactive}, {"FOS_DISPATCH_IMPORT_YIELD_RATE", &t.DispatchYield.Import}} {
+		v := get(r.name, strconv.FormatFloat(*r.into, 'f', -1, 64))
+		if f, err := strconv.ParseFloat(v, 64); err != nil || f < 0 {
+			p = append(p, fmt.Sprintf("%s=%q: must be a number ≥ 0 (assignments per second; 0: the drainers do not yield)", r.name, v))
+		} else {
+			*r.into = f
+		}
 	}
 	st := get("FOS_WORKER_STOP_TIMEOUT", DefaultWorkerStopTimeout.String())
 	if d, err := time.ParseDuration(st); err != nil || d <= 0 {

@@ -21,6 +21,7 @@ func TestTemporalDefaults(t *testing.T) {
 	require.Equal(t, DefaultWorkerTuning, tc.Worker)
 	require.Equal(t, DefaultBulkWorkerTuning, tc.BulkWorker)
 	require.Equal(t, 30*time.Second, tc.StopTimeout)
+	require.Equal(t, DefaultDispatchYield, tc.DispatchYield)
 	require.Empty(t, tc.MetricsAddr, "metrics are off unless FOS_METRICS_ADDR is set")
 	require.Empty(t, tc.CodecAddr)
 	require.Empty(t, tc.DebugAddr, "profiles are off unless FOS_DEBUG_ADDR is set")
@@ -33,6 +34,7 @@ func TestTemporalSettings(t *testing.T) {
 		"TEMPORAL_TLS_SERVER_NAME": "temporal.test", "TEMPORAL_API_KEY": "k",
 		"FOS_BULK_TASK_QUEUE": "bulk", "FOS_WORKER_MAX_ACTIVITIES": "7", "FOS_BULK_WORKER_MAX_WORKFLOW_TASKS": "3",
 		"FOS_BULK_WORKER_ACTIVITIES_PER_SECOND": "2.5", "FOS_WORKER_STOP_TIMEOUT": "2m",
+		"FOS_DISPATCH_YIELD_RATE": "300", "FOS_DISPATCH_IMPORT_YIELD_RATE": "0",
 		"FOS_METRICS_ADDR": "127.0.0.1:0", "FOS_DEBUG_ADDR": "127.0.0.1:6060", "FOS_PAYLOAD_KEY": "Zm9zIHRlc3QgcGF5bG9hZCBrZXksIG5vdCBzZWNyZXQ=",
 		"FOS_PAYLOAD_OLD_KEYS": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=, ", "FOS_CODEC_ORIGINS": "http://127.0.0.1:8233,https://ui.example.com",
 	}))
@@ -46,6 +48,7 @@ func TestTemporalSettings(t *testing.T) {
 	require.Equal(t, 3, tc.BulkWorker.MaxConcurrentWorkflowTasks)
 	require.Equal(t, 2.5, tc.BulkWorker.ActivitiesPerSecond)
 	require.Equal(t, 2*time.Minute, tc.StopTimeout)
+	require.Equal(t, DispatchYield{Interactive: 300, Import: 0}, tc.DispatchYield)
 	require.Len(t, tc.PayloadOldKeys, 1)
 	require.Equal(t, []string{"http://127.0.0.1:8233", "https://ui.example.com"}, tc.CodecOrigins)
 }
@@ -88,16 +91,18 @@ func TestTemporalWorkerProblems(t *testing.T) {
 		"FOS_BULK_TASK_QUEUE": "fos", "FOS_WORKER_MAX_ACTIVITIES": "0", "FOS_BULK_WORKER_MAX_WORKFLOW_TASKS": "many",
 		"FOS_WORKER_ACTIVITIES_PER_SECOND": "-1", "FOS_WORKER_STOP_TIMEOUT": "soon", "FOS_METRICS_ADDR": "9090",
 		"FOS_PAYLOAD_KEY": "short", "FOS_PAYLOAD_OLD_KEYS": "c2hvcnQ=", "FOS_CODEC_ORIGINS": "ui.example.com", "FOS_DEBUG_ADDR": "6060",
+		"FOS_DISPATCH_YIELD_RATE": "fast", "FOS_DISPATCH_IMPORT_YIELD_RATE": "-5",
 	})
 	for _, want := range []string{
 		"FOS_BULK_TASK_QUEUE=\"fos\": must differ from FOS_TASK_QUEUE",
 		"FOS_WORKER_MAX_ACTIVITIES=\"0\"", "FOS_BULK_WORKER_MAX_WORKFLOW_TASKS=\"many\"",
 		"FOS_WORKER_ACTIVITIES_PER_SECOND=\"-1\"", "FOS_WORKER_STOP_TIMEOUT=\"soon\"", "FOS_METRICS_ADDR=\"9090\"",
 		"FOS_PAYLOAD_KEY: must be base64", "FOS_PAYLOAD_OLD_KEYS: key 1", "FOS_CODEC_ORIGINS: \"ui.example.com\"", "FOS_DEBUG_ADDR=\"6060\"",
+		"FOS_DISPATCH_YIELD_RATE=\"fast\"", "FOS_DISPATCH_IMPORT_YIELD_RATE=\"-5\"",
 	} {
 		require.Contains(t, p.Error(), want)
 	}
-	require.Len(t, p, 10)
+	require.Len(t, p, 12)
 }
 
 // In production the payload key is refused when it is not random bytes

@@ -13,8 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/fos-dev/fos/activities"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
+	"github.com/fos-dev/fos/worker"
 )
 
 // pendingBacklog inserts n orders of the shop and their pending
@@ -156,14 +158,37 @@ func benchDispatchN() int {
 	return 5000
 }
 
+// benchDispatchYield sets the process's priority gate from
+// FOS_DISPATCH_YIELD_RATE and FOS_DISPATCH_IMPORT_YIELD_RATE when set, as
+// fos worker does (to measure other rates), and restores it after b.
+func benchDispatchYield(b *testing.B) {
+	g := activities.ProcessPriority
+	prevI, prevM := g.YieldRate(activities.PriorityInteractive), g.YieldRate(activities.PriorityImport)
+	b.Cleanup(func() { worker.SetDispatchYield(prevI, prevM) })
+	interactive, importing := prevI, prevM
+	for _, v := range []struct {
+		env  string
+		into *float64
+	}{{"FOS_DISPATCH_YIELD_RATE", &interactive}, {"FOS_DISPATCH_IMPORT_YIELD_RATE", &importing}} {
+		if f, err := strconv.ParseFloat(os.Getenv(v.env), 64); err == nil && f >= 0 {
+			*v.into = f
+		}
+	}
+	worker.SetDispatchYield(interactive, importing)
+	b.Logf("dispatch yield rates: %.0f/s to purchases, %.0f/s to imports", interactive, importing)
+}
+
 // BenchmarkDispatchDrain: N pending assignments to one sandbox hub drain
 // through its DispatchBatch drainer on the embedded Temporal server, while
 // POST /shipments purchases run one after another; it reports the drain
 // rate and the purchases' p99 while idle and during the drain (the same
-// run).
+// run), and logs their p50 and p90. The drainer yields to the purchases
+// at the process's rate (activities.PriorityGate; FOS_DISPATCH_YIELD_RATE
+// sets another, 0 none).
 //
 //	FOS_BENCH_DISPATCH_N=100000 go test ./e2e -run '^$' -bench DispatchDrain -benchtime 1x
 func BenchmarkDispatchDrain(b *testing.B) {
+	benchDispatchYield(b)
 	p := startPurchases(b)
 	w := p.worker(nil)
 	b.Cleanup(w.Stop)
@@ -216,11 +241,66 @@ func BenchmarkDispatchDrain(b *testing.B) {
 		b.ReportMetric(float64(n)/took.Seconds(), "assignments/s")
 		b.ReportMetric(float64(idleP99)/1e6, "idle-p99-ms")
 		b.ReportMetric(float64(busyP99)/1e6, "busy-p99-ms")
-		b.Logf("%d assignments drained in %s (%.0f/s); POST /shipments p99 idle %s (%d), during the drain %s (%d purchases)",
+		b.Logf("%d assignments drained in %s (%.0f/s); POST /shipments p99 idle %s (%d), during the drain %s (%d purchases); "+
+			"p50/p90 idle %s/%s, during %s/%s",
 			n, took.Round(time.Millisecond), float64(n)/took.Seconds(), idleP99.Round(100*time.Microsecond), len(idle),
-			busyP99.Round(100*time.Microsecond), len(busy))
+			busyP99.Round(100*time.Microsecond), len(busy),
+			percentile(idle, 0.5).Round(100*time.Microsecond), percentile(idle, 0.9).Round(100*time.Microsecond),
+			percentile(busy, 0.5).Round(100*time.Microsecond), percentile(busy, 0.9).Round(100*time.Microsecond))
 		_, err := base.store.Pool.Exec(context.Background(), `DELETE FROM dispatch_assignments WHERE destination_bridge_id = $1`, hub)
 		require.NoError(b, err)
 		b.StartTimer()
 	}
+}
+
+// The drainer yields to a label purchase in flight (activities.PriorityGate):
+// while the purchase's carrier call hangs, the drain keeps the gate's
+// interactive yield rate (set low here, 50/s, to stand out from a loaded
+// machine's noise); once the purchase ended and the gate's linger passed,
+// it drains the rest at full speed. (Outcomes are recorded 100 at a time,
+// so the counts move in steps.)
+func TestDispatchDrainYieldsToPurchase(t *testing.T) {
+	p := startPurchases(t)
+	w := p.worker(nil)
+	t.Cleanup(w.Stop)
+	base := p.base
+	gate := activities.ProcessPriority
+	prevRate := gate.YieldRate(activities.PriorityInteractive)
+	gate.SetYieldRate(activities.PriorityInteractive, 50)
+	gate.SetLinger(200 * time.Millisecond)
+	t.Cleanup(func() {
+		gate.SetYieldRate(activities.PriorityInteractive, prevRate)
+		gate.SetLinger(activities.DefaultPriorityLinger)
+	})
+	key, shop, hub, _, disp := base.dispatchAccount()
+	const n = 1500
+	pendingBacklog(t, base.store, shop, hub, disp, n)
+
+	// A purchase whose carrier call takes 8 s: in flight all along.
+	p.latency.Store(int64(8 * time.Second))
+	bought := make(chan int, 1)
+	go func() {
+		code, _ := p.call(p.key, "", "POST", "/api/v1/shipments", p.shipmentBody())
+		bought <- code
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for p.ships.Load() == 0 {
+		require.False(t, time.Now().After(deadline), "the purchase did not reach the carrier")
+		time.Sleep(10 * time.Millisecond)
+	}
+	base.mustCall(200, key, "POST", "/api/v1/dispatchers/assignments/process", map[string]any{"bridgeId": hub})
+	time.Sleep(5 * time.Second)
+	during := assignmentCounts(t, base.store, hub)["completed"]
+	t.Logf("completed in 5 s while the purchase was in flight: %d", during)
+	require.LessOrEqual(t, during, 50*5+10, "the drainer kept the yield rate while the purchase was in flight")
+	require.Positive(t, during, "yielding is a pace, not a stop")
+
+	require.Equal(t, 201, <-bought)
+	p.latency.Store(0)
+	began := time.Now()
+	require.Equal(t, map[string]int{"completed": n}, waitDrained(t, base.store, hub, 2*time.Minute))
+	took := time.Since(began)
+	t.Logf("after the purchase: the rest drained in %s", took.Round(time.Millisecond))
+	require.Less(t, took, time.Duration(float64(n-during)/150*float64(time.Second)),
+		"after the purchase the drainer is back to full speed (over 3x the yield rate)")
 }

@@ -354,14 +354,22 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 			ids = append(ids, id)
 		}
 	}
-	orders, err := store.OrdersByIDs(ctx, h.Store.Pool, orgID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("dispatch: load orders: %w", err)
-	}
 	// Each dispatcher compiled once, in priority order.
 	compiled, sets, err := h.compileDispatchers(ctx, orgID, stored)
 	if err != nil {
 		return nil, err
+	}
+	// Only the JSON fields some dispatcher reads are decoded (and the
+	// source data read only when one reads it).
+	fields := map[string]bool{}
+	for _, c := range compiled {
+		for _, f := range c.Program.Fields() {
+			fields[f] = true
+		}
+	}
+	orders, err := store.OrdersToDispatch(ctx, h.Store.Pool, orgID, ids, fields["sourceData"])
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: load orders: %w", err)
 	}
 	var created []store.DispatchAssignment
 	var errs []error
@@ -375,7 +383,7 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 			}
 			continue
 		}
-		doc, err := OrderDoc(o)
+		doc, err := orderDoc(o, fields)
 		if err != nil {
 			errs = append(errs, err)
 			continue

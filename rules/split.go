@@ -292,7 +292,14 @@ func groupKey(vals []any) (string, bool) {
 
 // OrderDoc is an order as the API represents it (camelCase), decoded for
 // the condition engine with numbers kept exact.
-func OrderDoc(o store.Order) (map[string]any, error) {
+func OrderDoc(o store.Order) (map[string]any, error) { return orderDoc(o, nil) }
+
+// orderDoc is OrderDoc; with decode non-nil, only the JSON fields
+// (customer, lineItems, sourceData, ...) it holds are decoded, the others
+// left out: the conditions that read only those (cond.Program.Fields)
+// match it as the whole document, without decoding an order's source data
+// for each of a sync page's orders.
+func orderDoc(o store.Order, decode map[string]bool) (map[string]any, error) {
 	doc := map[string]any{
 		"id": o.ID.String(), "organizationId": o.OrganizationID.String(), "externalId": o.ExternalID,
 		"status": o.Status, "paymentStatus": o.PaymentStatus, "fulfillmentStatus": o.FulfillmentStatus,
@@ -325,6 +332,9 @@ func OrderDoc(o store.Order) (map[string]any, error) {
 		"customer": o.Customer, "shippingAddress": o.ShippingAddress, "billingAddress": o.BillingAddress,
 		"lineItems": o.LineItems, "totals": o.Totals, "metadata": o.Metadata, "sourceData": o.SourceData,
 	} {
+		if decode != nil && !decode[key] {
+			continue
+		}
 		if len(raw) == 0 {
 			doc[key] = nil
 			continue

@@ -201,3 +201,37 @@ func TestSetCache(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, none, "another organization's set is not served")
 }
+
+// A doc with only the fields the conditions read matches as the whole
+// one (DispatchOrders decodes no more for a sync page's orders).
+func TestOrderDocOfFields(t *testing.T) {
+	o := store.Order{ID: uuid.New(), Status: "confirmed", Currency: "USD",
+		LineItems:  json.RawMessage(`[{"sku": "A", "quantity": 2}]`),
+		Totals:     json.RawMessage(`{"total": 150}`),
+		SourceData: json.RawMessage(`{"huge": "platform payload"}`),
+		Customer:   json.RawMessage(`{"email": "a@example.com"}`)}
+	full, err := OrderDoc(o)
+	require.NoError(t, err)
+	require.Contains(t, full, "sourceData")
+	for _, tc := range []struct {
+		conds []cond.Condition
+		want  bool
+	}{
+		{[]cond.Condition{{Field: "line_items[].sku", Operator: cond.OpEquals, Value: "A"}, {Field: "status", Operator: cond.OpExists}}, true},
+		{[]cond.Condition{{Field: "totals.total", Operator: cond.OpGreaterThan, Value: 200.0}}, false},
+		{[]cond.Condition{{Field: "customer.email", Operator: cond.OpNotExists}}, false},
+		{[]cond.Condition{{Field: "billingAddress", Operator: cond.OpNotExists}}, true},
+	} {
+		p, err := cond.Compile(tc.conds, cond.MatchAll)
+		require.NoError(t, err)
+		fields := map[string]bool{}
+		for _, f := range p.Fields() {
+			fields[f] = true
+		}
+		doc, err := orderDoc(o, fields)
+		require.NoError(t, err)
+		require.NotContains(t, doc, "sourceData", "not read, not decoded")
+		require.Equal(t, tc.want, p.Match(doc, nil), "%v", tc.conds)
+		require.Equal(t, p.Match(full, nil), p.Match(doc, nil), "%v", tc.conds)
+	}
+}

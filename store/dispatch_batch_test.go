@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -171,4 +172,30 @@ func TestClaimMoreAssignments(t *testing.T) {
 	again, err := store.ClaimAssignments(ctx, s.Pool, org, hub, "page", 100, time.Minute)
 	require.NoError(t, err)
 	require.Len(t, again, 25)
+}
+
+// OrdersToDispatch reads the orders as OrdersByIDs, the source data left
+// out unless asked for.
+func TestOrdersToDispatch(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, bridge := orderTestOrg(t, s)
+	in := orderTestNew(org, bridge, "src-1")
+	in.SourceData = json.RawMessage(`{"id": 1, "raw": "platform object"}`)
+	o, err := store.CreateOrder(ctx, s.Pool, in)
+	require.NoError(t, err)
+	full, err := store.OrdersByIDs(ctx, s.Pool, org, []uuid.UUID{o.ID})
+	require.NoError(t, err)
+	require.Len(t, full, 1)
+	require.JSONEq(t, `{"id": 1, "raw": "platform object"}`, string(full[0].SourceData))
+
+	lean, err := store.OrdersToDispatch(ctx, s.Pool, org, []uuid.UUID{o.ID, uuid.New()}, false)
+	require.NoError(t, err)
+	require.Len(t, lean, 1)
+	require.Empty(t, lean[0].SourceData)
+	lean[0].SourceData = full[0].SourceData
+	require.Equal(t, full[0], lean[0], "everything else as OrdersByIDs")
+	with, err := store.OrdersToDispatch(ctx, s.Pool, org, []uuid.UUID{o.ID}, true)
+	require.NoError(t, err)
+	require.Equal(t, full, with)
 }

@@ -344,6 +344,23 @@ func ActiveDispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, o
 	return ds, byOrder, nil
 }
 
+// orderColsNoSource are orderCols with a null source_data.
+var orderColsNoSource = strings.Replace(orderCols, "source_data", "NULL::jsonb AS source_data", 1)
+
+// OrdersToDispatch are OrdersByIDs, without their source data (null)
+// unless withSource: a synced order's source data is the platform's whole
+// order object, which a drainer's push and most dispatchers' conditions
+// do not read, and which would be read, sent and decoded for each order
+// of a page.
+func OrdersToDispatch(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UUID, withSource bool) ([]Order, error) {
+	if withSource {
+		return OrdersByIDs(ctx, db, orgID, ids)
+	}
+	rows, _ := db.Query(ctx, `SELECT `+orderColsNoSource+` FROM orders WHERE organization_id = $1 AND id = ANY($2)`, orgID, ids)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Order])
+	return out, mapErr(err)
+}
+
 // prefixCols qualifies each column of a column list with prefix.
 func prefixCols(prefix, cols string) string {
 	parts := strings.Split(cols, ",")

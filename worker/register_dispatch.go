@@ -56,3 +56,12 @@ func DispatchStarter(deps Deps) rules.DispatchStarter {
 	}
 	return dispatchStarter(deps)
 }
+
+// SetDispatchYield sets the process's priority gate
+// (activities.ProcessPriority): the assignments per second its dispatch
+// drainers keep while a label purchase's steps (interactive), or a sync's
+// pages (importing), run in the process; 0: they do not yield to it.
+func SetDispatchYield(interactive, importing float64) {
+	activities.ProcessPriority.SetYieldRate(activities.PriorityInteractive, interactive)
+	activities.ProcessPriority.SetYieldRate(activities.PriorityImport, importing)
+}

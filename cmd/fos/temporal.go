@@ -173,6 +173,8 @@ func newWorkers(svc *services) *workers {
 		deps.Metrics = svc.tel.metrics
 	}
 	t := svc.cfg.Temporal
+	// The drainers of this process yield to its purchases and imports.
+	worker.SetDispatchYield(t.DispatchYield.Interactive, t.DispatchYield.Import)
 	for _, q := range []struct {
 		queue  string
 		tuning config.WorkerTuning

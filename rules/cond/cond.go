@@ -210,6 +210,19 @@ func (p *Program) Match(doc any, sets Sets) bool {
 // Len is the number of conditions.
 func (p *Program) Len() int { return len(p.conds) }
 
+// Fields are the top-level fields of the document the program reads
+// (camelCase, as paths are after their aliases), each once, in order of
+// first use: a document that holds only these matches as the whole one.
+func (p *Program) Fields() []string {
+	var out []string
+	for _, c := range p.conds {
+		if len(c.steps) > 0 && !slices.Contains(out, c.steps[0].key) {
+			out = append(out, c.steps[0].key)
+		}
+	}
+	return out
+}
+
 // compiled is one checked condition with its value prepared.
 type compiled struct {
 	steps  []step

@@ -423,3 +423,17 @@ func TestConditionJSONShape(t *testing.T) {
 		}
 	}
 }
+
+// Fields are the top-level fields read, aliases resolved, each once.
+func TestProgramFields(t *testing.T) {
+	p, err := Compile([]Condition{
+		{Field: "line_items[].sku", Operator: OpEquals, Value: "A"}, {Field: "totals.total", Operator: OpGreaterThan, Value: 1.0},
+		{Field: "lineItems[0].quantity", Operator: OpExists}, {Field: "status", Operator: OpExists},
+	}, MatchAny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.Fields(), ","); got != "lineItems,totals,status" {
+		t.Fatalf("Fields = %s", got)
+	}
+}
