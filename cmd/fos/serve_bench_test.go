@@ -226,13 +226,22 @@ func BenchmarkServeCreateOrder(b *testing.B) {
 	run(bareURL, "BAREWARM", "", 2*chunk, nil)
 
 	var svcTime, bareTime time.Duration
+	// CPU time of each side while it runs: this process (the clients, and
+	// in the bare phase the bare server), the service's process and
+	// PostgreSQL's (every postgres process).
+	svcCPU, bareCPU := cpuTimes{ok: true}, cpuTimes{ok: true}
 	b.ResetTimer()
 	for done := 0; done < b.N; done += chunk {
 		n := min(chunk, b.N-done)
+		before := readCPU(srv.Process.Pid)
 		d, _ := run(svcURL, "S", key.Data.Key, n, nil)
+		mid := readCPU(srv.Process.Pid)
 		svcTime += d
 		d, _ = run(bareURL, "B", "", n, nil)
+		after := readCPU(srv.Process.Pid)
 		bareTime += d
+		svcCPU = svcCPU.add(mid.sub(before))
+		bareCPU = bareCPU.add(after.sub(mid))
 	}
 	b.StopTimer()
 	svcRate, bareRate := float64(b.N)/svcTime.Seconds(), float64(b.N)/bareTime.Seconds()
@@ -240,6 +249,12 @@ func BenchmarkServeCreateOrder(b *testing.B) {
 	b.ReportMetric(bareRate, "bare_orders/s")
 	b.ReportMetric(svcRate/bareRate, "ratio")
 	b.ReportMetric(0, "ns/op") // both ran b.N times; ns/op would mislead
+	if svcCPU.ok && bareCPU.ok {
+		perReq := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+		b.Logf("CPU µs per create: service phase: clients %.0f, fos %.0f, postgres %.0f (sum %.0f); bare phase: clients+bare %.0f, fos %.0f, postgres %.0f (sum %.0f)",
+			perReq(svcCPU.self), perReq(svcCPU.svc), perReq(svcCPU.pg), perReq(svcCPU.self+svcCPU.svc+svcCPU.pg),
+			perReq(bareCPU.self), perReq(bareCPU.svc), perReq(bareCPU.pg), perReq(bareCPU.self+bareCPU.svc+bareCPU.pg))
+	}
 
 	if path := os.Getenv("FOS_BENCH_PROFILE"); path != "" {
 		profileUnderLoad(b, "http://"+debugAddr, path, func(stop <-chan struct{}) {
@@ -279,4 +294,58 @@ func otlpSink(b *testing.B) string {
 	}))
 	b.Cleanup(sink.Close)
 	return sink.URL
+}
+
+// cpuTimes are the CPU times (user + system) of this process, the
+// service's and PostgreSQL's processes, read from /proc (ok false where
+// there is none).
+type cpuTimes struct {
+	self, svc, pg time.Duration
+	ok            bool
+}
+
+func (c cpuTimes) sub(o cpuTimes) cpuTimes {
+	return cpuTimes{self: c.self - o.self, svc: c.svc - o.svc, pg: c.pg - o.pg, ok: c.ok && o.ok}
+}
+
+func (c cpuTimes) add(o cpuTimes) cpuTimes {
+	return cpuTimes{self: c.self + o.self, svc: c.svc + o.svc, pg: c.pg + o.pg, ok: c.ok && o.ok}
+}
+
+// readCPU reads the CPU times of this process, process svc and every
+// process named postgres (clock ticks of 10 ms, /proc/PID/stat).
+func readCPU(svc int) cpuTimes {
+	ticks := func(pid string) (time.Duration, bool) {
+		raw, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			return 0, false
+		}
+		// The fields after the command (in parentheses, which may hold
+		// spaces): state is the 3rd field, utime and stime the 14th and 15th.
+		i := bytes.LastIndexByte(raw, ')')
+		if i < 0 {
+			return 0, false
+		}
+		f := strings.Fields(string(raw[i+1:]))
+		if len(f) < 13 {
+			return 0, false
+		}
+		u, err1 := strconv.ParseInt(f[11], 10, 64)
+		s, err2 := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(u+s) * 10 * time.Millisecond, err1 == nil && err2 == nil
+	}
+	var c cpuTimes
+	var ok1, ok2 bool
+	c.self, ok1 = ticks("self")
+	c.svc, ok2 = ticks(strconv.Itoa(svc))
+	c.ok = ok1 && ok2
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if comm, err := os.ReadFile("/proc/" + p.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
+			if t, ok := ticks(p.Name()); ok {
+				c.pg += t
+			}
+		}
+	}
+	return c
 }
