@@ -7,3 +7,12 @@ func OrderPageSQL(db DBTX, orgID uuid.UUID, p OrderListParams) (string, []any) {
 	sql, args, _, _ := orderPageSQL(db, orgID, p)
 	return sql, args
 }
+
+// InsertOrderSQL and InsertOrderArgs expose CreateOrder's statement, and
+// EmbedDefaultAppliesSQL the embed default dispatcher's question, to
+// BenchmarkOrderInsertPGCost.
+const InsertOrderSQL = insertOrderSQL
+
+func InsertOrderArgs(o *Order) []any { return insertOrderArgs(o) }
+
+var EmbedDefaultAppliesSQL = embedDefaultAppliesSQL

@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/fos-dev/fos/internal/bareorders"
+	"github.com/fos-dev/fos/internal/proccpu"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
@@ -313,39 +314,9 @@ func (c cpuTimes) add(o cpuTimes) cpuTimes {
 }
 
 // readCPU reads the CPU times of this process, process svc and every
-// process named postgres (clock ticks of 10 ms, /proc/PID/stat).
+// process named postgres.
 func readCPU(svc int) cpuTimes {
-	ticks := func(pid string) (time.Duration, bool) {
-		raw, err := os.ReadFile("/proc/" + pid + "/stat")
-		if err != nil {
-			return 0, false
-		}
-		// The fields after the command (in parentheses, which may hold
-		// spaces): state is the 3rd field, utime and stime the 14th and 15th.
-		i := bytes.LastIndexByte(raw, ')')
-		if i < 0 {
-			return 0, false
-		}
-		f := strings.Fields(string(raw[i+1:]))
-		if len(f) < 13 {
-			return 0, false
-		}
-		u, err1 := strconv.ParseInt(f[11], 10, 64)
-		s, err2 := strconv.ParseInt(f[12], 10, 64)
-		return time.Duration(u+s) * 10 * time.Millisecond, err1 == nil && err2 == nil
-	}
-	var c cpuTimes
-	var ok1, ok2 bool
-	c.self, ok1 = ticks("self")
-	c.svc, ok2 = ticks(strconv.Itoa(svc))
-	c.ok = ok1 && ok2
-	procs, _ := os.ReadDir("/proc")
-	for _, p := range procs {
-		if comm, err := os.ReadFile("/proc/" + p.Name() + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "postgres" {
-			if t, ok := ticks(p.Name()); ok {
-				c.pg += t
-			}
-		}
-	}
-	return c
+	self, err1 := proccpu.Of("self")
+	service, err2 := proccpu.Of(strconv.Itoa(svc))
+	return cpuTimes{self: self, svc: service, pg: proccpu.Named("postgres"), ok: err1 == nil && err2 == nil}
 }
