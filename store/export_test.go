@@ -10,3 +10,12 @@ func OrderPageSQL(db DBTX, orgID uuid.UUID, p OrderListParams) (string, []any) {
 
 // ItemsStateSQL exposes the SQL of an ItemsState to the tests.
 func ItemsStateSQL(alias, orderBy string) string { return itemsStateJSON(alias, orderBy) }
+
+// InsertOrderSQL and InsertOrderArgs expose CreateOrder's statement, and
+// EmbedDefaultAppliesSQL the embed default dispatcher's question, to
+// BenchmarkOrderInsertPGCost.
+const InsertOrderSQL = insertOrderSQL
+
+func InsertOrderArgs(o *Order) []any { return insertOrderArgs(o) }
+
+var EmbedDefaultAppliesSQL = embedDefaultAppliesSQL

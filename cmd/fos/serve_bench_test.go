@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/fos-dev/fos/internal/bareorders"
+	"github.com/fos-dev/fos/internal/proccpu"
 	"github.com/fos-dev/fos/secrets"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
@@ -226,13 +227,22 @@ func BenchmarkServeCreateOrder(b *testing.B) {
 	run(bareURL, "BAREWARM", "", 2*chunk, nil)
 
 	var svcTime, bareTime time.Duration
+	// CPU time of each side while it runs: this process (the clients, and
+	// in the bare phase the bare server), the service's process and
+	// PostgreSQL's (every postgres process).
+	svcCPU, bareCPU := cpuTimes{ok: true}, cpuTimes{ok: true}
 	b.ResetTimer()
 	for done := 0; done < b.N; done += chunk {
 		n := min(chunk, b.N-done)
+		before := readCPU(srv.Process.Pid)
 		d, _ := run(svcURL, "S", key.Data.Key, n, nil)
+		mid := readCPU(srv.Process.Pid)
 		svcTime += d
 		d, _ = run(bareURL, "B", "", n, nil)
+		after := readCPU(srv.Process.Pid)
 		bareTime += d
+		svcCPU = svcCPU.add(mid.sub(before))
+		bareCPU = bareCPU.add(after.sub(mid))
 	}
 	b.StopTimer()
 	svcRate, bareRate := float64(b.N)/svcTime.Seconds(), float64(b.N)/bareTime.Seconds()
@@ -240,6 +250,12 @@ func BenchmarkServeCreateOrder(b *testing.B) {
 	b.ReportMetric(bareRate, "bare_orders/s")
 	b.ReportMetric(svcRate/bareRate, "ratio")
 	b.ReportMetric(0, "ns/op") // both ran b.N times; ns/op would mislead
+	if svcCPU.ok && bareCPU.ok {
+		perReq := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N) }
+		b.Logf("CPU µs per create: service phase: clients %.0f, fos %.0f, postgres %.0f (sum %.0f); bare phase: clients+bare %.0f, fos %.0f, postgres %.0f (sum %.0f)",
+			perReq(svcCPU.self), perReq(svcCPU.svc), perReq(svcCPU.pg), perReq(svcCPU.self+svcCPU.svc+svcCPU.pg),
+			perReq(bareCPU.self), perReq(bareCPU.svc), perReq(bareCPU.pg), perReq(bareCPU.self+bareCPU.svc+bareCPU.pg))
+	}
 
 	if path := os.Getenv("FOS_BENCH_PROFILE"); path != "" {
 		profileUnderLoad(b, "http://"+debugAddr, path, func(stop <-chan struct{}) {
@@ -279,4 +295,28 @@ func otlpSink(b *testing.B) string {
 	}))
 	b.Cleanup(sink.Close)
 	return sink.URL
+}
+
+// cpuTimes are the CPU times (user + system) of this process, the
+// service's and PostgreSQL's processes, read from /proc (ok false where
+// there is none).
+type cpuTimes struct {
+	self, svc, pg time.Duration
+	ok            bool
+}
+
+func (c cpuTimes) sub(o cpuTimes) cpuTimes {
+	return cpuTimes{self: c.self - o.self, svc: c.svc - o.svc, pg: c.pg - o.pg, ok: c.ok && o.ok}
+}
+
+func (c cpuTimes) add(o cpuTimes) cpuTimes {
+	return cpuTimes{self: c.self + o.self, svc: c.svc + o.svc, pg: c.pg + o.pg, ok: c.ok && o.ok}
+}
+
+// readCPU reads the CPU times of this process, process svc and every
+// process named postgres.
+func readCPU(svc int) cpuTimes {
+	self, err1 := proccpu.Of("self")
+	service, err2 := proccpu.Of(strconv.Itoa(svc))
+	return cpuTimes{self: self, svc: service, pg: proccpu.Named("postgres"), ok: err1 == nil && err2 == nil}
 }
