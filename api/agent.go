@@ -245,7 +245,7 @@ func (s *Server) agentChat(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	res, err := s.agent.Chat(r.Context(), actorOf(r), in)
+	res, err := s.Agent.Chat(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (s *Server) listAgentConversations(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	list, total, err := s.agent.ListConversations(r.Context(), actorOf(r), page.Limit, page.Offset())
+	list, total, err := s.Agent.ListConversations(r.Context(), actorOf(r), page.Limit, page.Offset())
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func (s *Server) getAgentConversation(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	d, err := s.agent.GetConversation(r.Context(), actorOf(r), id)
+	d, err := s.Agent.GetConversation(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func (s *Server) archiveAgentConversation(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	if err := s.agent.ArchiveConversation(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Agent.ArchiveConversation(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -314,7 +314,7 @@ func (s *Server) listAgentActions(w http.ResponseWriter, r *http.Request) error 
 	if status == "" {
 		status = agent.ActionPending
 	}
-	list, err := s.agent.ListPendingActions(r.Context(), actorOf(r), status)
+	list, err := s.Agent.ListPendingActions(r.Context(), actorOf(r), status)
 	if err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func (s *Server) decideAgentAction(approve bool) handlerFunc {
 		if err := decodeOptionalJSON(r, &req); err != nil {
 			return err
 		}
-		out, err := s.agent.Decide(r.Context(), actorOf(r), id, approve, deref(req.Note))
+		out, err := s.Agent.Decide(r.Context(), actorOf(r), id, approve, deref(req.Note))
 		if err != nil {
 			return err
 		}

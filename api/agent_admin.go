@@ -11,7 +11,7 @@ import (
 // (agent.Service).
 
 func (s *Server) listAgentPermissions(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.agent.ToolPermissions(r.Context(), actorOf(r))
+	list, err := s.Agent.ToolPermissions(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -44,7 +44,7 @@ func (s *Server) updateAgentPermissions(w http.ResponseWriter, r *http.Request) 
 		in = append(in, agent.PermissionInput{ToolName: deref(p.ToolName), ApprovalRequired: p.ApprovalRequired, MaxAutoItems: p.MaxAutoItems,
 			MaxDailyAutoExecutions: p.MaxDailyAutoExecutions, MaxOrderValue: p.MaxOrderValue, RiskThreshold: p.RiskThreshold, BudgetCapDaily: p.BudgetCapDaily})
 	}
-	list, err := s.agent.UpdateToolPermissions(r.Context(), actorOf(r), in)
+	list, err := s.Agent.UpdateToolPermissions(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -63,7 +63,7 @@ func (s *Server) listAgentMemory(w http.ResponseWriter, r *http.Request) error {
 	if len(category) > 100 {
 		return errValidation(FieldError{Field: "category", Message: "must be at most 100 characters"})
 	}
-	list, err := s.agent.ListMemory(r.Context(), actorOf(r), category, scopeType)
+	list, err := s.Agent.ListMemory(r.Context(), actorOf(r), category, scopeType)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *Server) deleteAgentMemory(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if err := s.agent.DeleteMemory(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Agent.DeleteMemory(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -108,7 +108,7 @@ func (q standingOrderRequest) input() agent.StandingOrderInput {
 }
 
 func (s *Server) listStandingOrders(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.agent.ListStandingOrders(r.Context(), actorOf(r))
+	list, err := s.Agent.ListStandingOrders(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (s *Server) createStandingOrder(w http.ResponseWriter, r *http.Request) err
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	o, err := s.agent.CreateStandingOrder(r.Context(), actorOf(r), req.input())
+	o, err := s.Agent.CreateStandingOrder(r.Context(), actorOf(r), req.input())
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) updateStandingOrder(w http.ResponseWriter, r *http.Request) err
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	o, err := s.agent.UpdateStandingOrder(r.Context(), actorOf(r), id, req.input())
+	o, err := s.Agent.UpdateStandingOrder(r.Context(), actorOf(r), id, req.input())
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Server) deleteStandingOrder(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if err := s.agent.DeleteStandingOrder(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Agent.DeleteStandingOrder(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

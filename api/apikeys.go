@@ -35,7 +35,7 @@ type apiKeyJSON struct {
 }
 
 func (s *Server) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
-	keys, err := s.accounts.APIKeys(r.Context(), actorOf(r))
+	keys, err := s.Accounts.APIKeys(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err := v.err(); err != nil {
 		return err
 	}
-	k, err := s.accounts.CreateAPIKey(r.Context(), actorOf(r), accounts.NewAPIKey{Name: *req.Name, Scopes: scopes, ExpiresAt: req.ExpiresAt})
+	k, err := s.Accounts.CreateAPIKey(r.Context(), actorOf(r), accounts.NewAPIKey{Name: *req.Name, Scopes: scopes, ExpiresAt: req.ExpiresAt})
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Server) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.accounts.RevokeAPIKey(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Accounts.RevokeAPIKey(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

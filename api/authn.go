@@ -40,7 +40,7 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 			s.respondError(w, r, errForbidden("this endpoint needs a user access token, not an API key"))
 			return
 		}
-		userID, err := s.accounts.VerifyToken(tok)
+		userID, err := s.Accounts.VerifyToken(tok)
 		if err != nil {
 			s.respondError(w, r, err)
 			return
@@ -74,13 +74,13 @@ func (s *Server) authenticateOrg(r *http.Request) (*auth.Principal, error) {
 	}
 	ctx := r.Context()
 	if auth.IsAPIKey(tok) {
-		k, err := s.accounts.AuthenticateAPIKey(ctx, tok)
+		k, err := s.Accounts.AuthenticateAPIKey(ctx, tok)
 		if err != nil {
 			return nil, err
 		}
 		return &auth.Principal{Kind: auth.KindAPIKey, APIKeyID: k.ID, OrganizationID: k.OrganizationID, Scopes: k.Scopes, Name: k.Name}, nil
 	}
-	userID, err := s.accounts.VerifyToken(tok)
+	userID, err := s.Accounts.VerifyToken(tok)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (s *Server) authenticateOrg(r *http.Request) (*auth.Principal, error) {
 	if err != nil {
 		return nil, errForbidden("you are not a member of that organization")
 	}
-	m, err := s.accounts.MembershipOf(ctx, orgID, userID)
+	m, err := s.Accounts.MembershipOf(ctx, orgID, userID)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (s *Server) enableBridgeWebhooks(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &req); err != nil {
 		return s.bridgeErrFirst(r, id, err)
 	}
-	out, err := s.bridgeTasks.EnableWebhooks(r.Context(), actorOf(r), id, req.Topics)
+	out, err := s.BridgeTasks.EnableWebhooks(r.Context(), actorOf(r), id, req.Topics)
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *Server) disableBridgeWebhook(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return s.bridgeErrFirst(r, id, errValidation(FieldError{Field: "topic", Message: "is not URL-encoded correctly"}))
 	}
-	out, err := s.bridgeTasks.DisableWebhook(r.Context(), actorOf(r), id, topic)
+	out, err := s.BridgeTasks.DisableWebhook(r.Context(), actorOf(r), id, topic)
 	if err != nil {
 		return err
 	}
@@ -106,7 +106,7 @@ func (s *Server) disableBridgeWebhook(w http.ResponseWriter, r *http.Request) er
 // request it takes, so a bridge that is not the organization's is read
 // here, and is 404 before err.
 func (s *Server) bridgeErrFirst(r *http.Request, id uuid.UUID, err error) error {
-	if _, berr := s.bridgeTasks.Bridge(r.Context(), actorOf(r), id); berr != nil {
+	if _, berr := s.BridgeTasks.Bridge(r.Context(), actorOf(r), id); berr != nil {
 		return berr
 	}
 	return err

@@ -51,7 +51,7 @@ type bridgeJSON struct {
 // redacted (bridgetasks.Service.ShownConfig).
 func (s *Server) toBridgeJSON(r *http.Request, b bridgetasks.Bridge) bridgeJSON {
 	return bridgeJSON{
-		ID: b.ID, OrganizationID: b.OrganizationID, Type: b.Type, Name: b.Name, Config: s.bridgeTasks.ShownConfig(r.Context(), b),
+		ID: b.ID, OrganizationID: b.OrganizationID, Type: b.Type, Name: b.Name, Config: s.BridgeTasks.ShownConfig(r.Context(), b),
 		Status: b.Status, LastSyncAt: b.LastSyncAt, LastError: b.LastError, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt,
 	}
 }
@@ -69,7 +69,7 @@ func (s *Server) listBridges(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.bridgeTasks.ListBridges(r.Context(), actorOf(r), bridgetasks.BridgeFilter{
+	page, err := s.BridgeTasks.ListBridges(r.Context(), actorOf(r), bridgetasks.BridgeFilter{
 		Type: typ, Status: status, Limit: p.Limit, Offset: p.Offset(),
 	})
 	if err != nil {
@@ -90,7 +90,7 @@ func (s *Server) bridgeFromPath(r *http.Request) (bridgetasks.Bridge, error) {
 	if err != nil {
 		return bridgetasks.Bridge{}, err
 	}
-	return s.bridgeTasks.Bridge(r.Context(), actorOf(r), id)
+	return s.BridgeTasks.Bridge(r.Context(), actorOf(r), id)
 }
 
 func (s *Server) getBridge(w http.ResponseWriter, r *http.Request) error {
@@ -114,7 +114,7 @@ func (s *Server) createBridge(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	b, err := s.bridgeTasks.CreateBridge(r.Context(), actorOf(r), bridgetasks.BridgeInput{Type: req.Type, Name: req.Name, Config: req.Config})
+	b, err := s.BridgeTasks.CreateBridge(r.Context(), actorOf(r), bridgetasks.BridgeInput{Type: req.Type, Name: req.Name, Config: req.Config})
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) updateBridge(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	b, err := s.bridgeTasks.UpdateBridge(r.Context(), actorOf(r), id, bridgetasks.BridgeChange{Name: req.Name, Config: req.Config, Status: req.Status})
+	b, err := s.BridgeTasks.UpdateBridge(r.Context(), actorOf(r), id, bridgetasks.BridgeChange{Name: req.Name, Config: req.Config, Status: req.Status})
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Server) deleteBridge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.bridgeTasks.DeleteBridge(r.Context(), actorOf(r), id); err != nil {
+	if err := s.BridgeTasks.DeleteBridge(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

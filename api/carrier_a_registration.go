@@ -74,7 +74,7 @@ func (s *Server) registerCarrierA(w http.ResponseWriter, r *http.Request) error 
 		in.Address = &carrieraccounts.AddressInput{StreetLines: a.StreetLines, City: a.City, StateOrProvinceCode: a.StateOrProvinceCode,
 			PostalCode: a.PostalCode, CountryCode: a.CountryCode, Residential: a.Residential != nil && *a.Residential}
 	}
-	res, err := s.carrierAccounts.Register(r.Context(), actorOf(r), in)
+	res, err := s.CarrierAccounts.Register(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -98,7 +98,7 @@ func (s *Server) requestCarrierAPIN(w http.ResponseWriter, r *http.Request) erro
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	res, err := s.carrierAccounts.RequestPIN(r.Context(), actorOf(r), req.AccountID, req.Option)
+	res, err := s.CarrierAccounts.RequestPIN(r.Context(), actorOf(r), req.AccountID, req.Option)
 	if err != nil {
 		return err
 	}
@@ -131,7 +131,7 @@ func (s *Server) verifyCarrierAPIN(w http.ResponseWriter, r *http.Request) error
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	res, err := s.carrierAccounts.VerifyPIN(r.Context(), actorOf(r), req.AccountID, req.PIN)
+	res, err := s.CarrierAccounts.VerifyPIN(r.Context(), actorOf(r), req.AccountID, req.PIN)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (s *Server) verifyCarrierAInvoice(w http.ResponseWriter, r *http.Request) e
 	if ii := req.InvoiceInfo; ii != nil {
 		inv = &carrieraccounts.InvoiceInput{Number: ii.InvoiceNumber, Date: ii.InvoiceDate, Amount: ii.InvoiceAmount, Currency: ii.Currency}
 	}
-	res, err := s.carrierAccounts.VerifyInvoice(r.Context(), actorOf(r), req.AccountID, inv)
+	res, err := s.CarrierAccounts.VerifyInvoice(r.Context(), actorOf(r), req.AccountID, inv)
 	if err != nil {
 		return err
 	}

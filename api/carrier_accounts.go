@@ -54,7 +54,7 @@ type carrierAccountJSON struct {
 // masked (a row whose credentials cannot be opened renders {}).
 func (s *Server) toCarrierAccountJSON(r *http.Request, a carrieraccounts.Account) carrierAccountJSON {
 	masked := map[string]string{}
-	for _, k := range s.carrierAccounts.CredentialKeys(r.Context(), a) {
+	for _, k := range s.CarrierAccounts.CredentialKeys(r.Context(), a) {
 		masked[k] = carrieraccounts.CredentialMask
 	}
 	md := a.Metadata
@@ -83,7 +83,7 @@ func (s *Server) listCarrierAccounts(w http.ResponseWriter, r *http.Request) err
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	page, err := s.carrierAccounts.List(r.Context(), actorOf(r), carrieraccounts.Filter{
+	page, err := s.CarrierAccounts.List(r.Context(), actorOf(r), carrieraccounts.Filter{
 		Carrier: carrier, Status: status, Limit: p.Limit, Offset: p.Offset(),
 	})
 	if err != nil {
@@ -102,7 +102,7 @@ func (s *Server) getCarrierAccount(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	a, err := s.carrierAccounts.Get(r.Context(), actorOf(r), id)
+	a, err := s.CarrierAccounts.Get(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (s *Server) createCarrierAccount(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	a, err := s.carrierAccounts.Create(r.Context(), actorOf(r), carrieraccounts.CreateInput{
+	a, err := s.CarrierAccounts.Create(r.Context(), actorOf(r), carrieraccounts.CreateInput{
 		Name: req.Name, Carrier: req.Carrier, Credentials: req.Credentials, IsTest: req.IsTest != nil && *req.IsTest, Metadata: req.Metadata,
 	})
 	if err != nil {
@@ -151,7 +151,7 @@ func (s *Server) updateCarrierAccount(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	a, err := s.carrierAccounts.Update(r.Context(), actorOf(r), id, carrieraccounts.UpdateInput{
+	a, err := s.CarrierAccounts.Update(r.Context(), actorOf(r), id, carrieraccounts.UpdateInput{
 		Name: req.Name, Credentials: req.Credentials, Status: req.Status, Metadata: req.Metadata,
 	})
 	if err != nil {
@@ -166,7 +166,7 @@ func (s *Server) deleteCarrierAccount(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	if err := s.carrierAccounts.Delete(r.Context(), actorOf(r), id); err != nil {
+	if err := s.CarrierAccounts.Delete(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -186,7 +186,7 @@ func (s *Server) testCarrierAccount(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	res, err := s.carrierAccounts.Test(r.Context(), actorOf(r), id)
+	res, err := s.CarrierAccounts.Test(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func (s *Server) mountConditionSets(r chi.Router) {
 	write := r.With(s.scope("dispatchers:write"))
 	read.Get("/condition-sets", s.h(s.listConditionSets))
 	routingCRUD[routing.ConditionSetInput, routing.ConditionSet, conditionSetJSON]{path: "/condition-sets", noun: "condition set", decode: decodeConditionSet, toJSON: toConditionSetJSON,
-		get: s.routing.GetConditionSet, create: s.routing.CreateConditionSet, update: s.routing.UpdateConditionSet, remove: s.routing.DeleteConditionSet}.mount(s, read, write)
+		get: s.Routing.GetConditionSet, create: s.Routing.CreateConditionSet, update: s.Routing.UpdateConditionSet, remove: s.Routing.DeleteConditionSet}.mount(s, read, write)
 	read.Get("/condition-sets/{id}/values", s.h(s.listConditionSetValues))
 	write.Post("/condition-sets/{id}/values", s.h(s.addConditionSetValues))
 	write.Delete("/condition-sets/{id}/values", s.h(s.removeConditionSetValues))
@@ -56,7 +56,7 @@ func (s *Server) listConditionSets(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	page, err := s.routing.ListConditionSets(r.Context(), actorOf(r), p.Limit, p.Offset())
+	page, err := s.Routing.ListConditionSets(r.Context(), actorOf(r), p.Limit, p.Offset())
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (s *Server) listConditionSetValues(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	page, err := s.routing.ListConditionSetValues(r.Context(), actorOf(r), id, p.Limit, p.Offset())
+	page, err := s.Routing.ListConditionSetValues(r.Context(), actorOf(r), id, p.Limit, p.Offset())
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (s *Server) addConditionSetValues(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	added, err := s.routing.AddConditionSetValues(r.Context(), actorOf(r), id, values)
+	added, err := s.Routing.AddConditionSetValues(r.Context(), actorOf(r), id, values)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Server) removeConditionSetValues(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	removed, err := s.routing.RemoveConditionSetValues(r.Context(), actorOf(r), id, values)
+	removed, err := s.Routing.RemoveConditionSetValues(r.Context(), actorOf(r), id, values)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (s *Server) clearConditionSetValues(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
-	if err := s.routing.ClearConditionSetValues(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Routing.ClearConditionSetValues(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

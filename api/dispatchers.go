@@ -21,7 +21,7 @@ func (s *Server) mountDispatchers(r chi.Router) {
 	write := r.With(s.scope("dispatchers:write"))
 	read.Get("/dispatchers", s.h(s.listDispatchers))
 	routingCRUD[routing.DispatcherInput, routing.Dispatcher, dispatcherJSON]{path: "/dispatchers", noun: "dispatcher", decode: decodeDispatcher, toJSON: toDispatcherJSON,
-		get: s.routing.GetDispatcher, create: s.routing.CreateDispatcher, update: s.routing.UpdateDispatcher, remove: s.routing.DeleteDispatcher}.mount(s, read, write)
+		get: s.Routing.GetDispatcher, create: s.Routing.CreateDispatcher, update: s.Routing.UpdateDispatcher, remove: s.Routing.DeleteDispatcher}.mount(s, read, write)
 	write.Post("/dispatchers/evaluate/{orderId}", s.h(s.evaluateDispatchers))
 	write.Post("/dispatchers/assignments/process", s.h(s.processAssignments))
 	write.Post("/dispatchers/assignments/retry", s.h(s.retryAssignments))
@@ -108,7 +108,7 @@ func (s *Server) listDispatchers(w http.ResponseWriter, r *http.Request) error {
 		b := active == "true"
 		in.IsActive = &b
 	}
-	page, err := s.routing.ListDispatchers(r.Context(), actorOf(r), in)
+	page, err := s.Routing.ListDispatchers(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (s *Server) listAssignments(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	page, err := s.routing.ListAssignments(r.Context(), actorOf(r), id, routing.ListAssignmentsInput{Status: status, Limit: p.Limit, Offset: p.Offset()})
+	page, err := s.Routing.ListAssignments(r.Context(), actorOf(r), id, routing.ListAssignmentsInput{Status: status, Limit: p.Limit, Offset: p.Offset()})
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Server) evaluateDispatchers(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	created, err := s.routing.EvaluateDispatchers(r.Context(), actorOf(r), orderID)
+	created, err := s.Routing.EvaluateDispatchers(r.Context(), actorOf(r), orderID)
 	if err != nil {
 		return err
 	}
@@ -167,7 +167,7 @@ func (s *Server) bulkAssign(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	res, err := s.routing.BulkAssign(r.Context(), actorOf(r), id, body.OrderIDs)
+	res, err := s.Routing.BulkAssign(r.Context(), actorOf(r), id, body.OrderIDs)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (s *Server) processAssignments(w http.ResponseWriter, r *http.Request) erro
 		n := int(math.Max(math.Min(*body.Limit, math.MaxInt32), math.MinInt32))
 		in.Limit = &n
 	}
-	res, err := s.routing.ProcessAssignments(r.Context(), actorOf(r), in)
+	res, err := s.Routing.ProcessAssignments(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (s *Server) retryAssignments(w http.ResponseWriter, r *http.Request) error 
 	if body.AssignmentIDs != nil {
 		ids = append([]uuid.UUID{}, *body.AssignmentIDs...)
 	}
-	reset, err := s.routing.RetryAssignments(r.Context(), actorOf(r), ids)
+	reset, err := s.Routing.RetryAssignments(r.Context(), actorOf(r), ids)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ func (s *Server) pageAssignments(r *http.Request, want bool, ids []uuid.UUID) ([
 	if !want || len(ids) == 0 {
 		return nil, nil
 	}
-	return s.routing.AssignmentsOfOrders(r.Context(), actorOf(r), ids)
+	return s.Routing.AssignmentsOfOrders(r.Context(), actorOf(r), ids)
 }
 
 // assignmentsOf is the JSON array of an order's assignments, newest first.

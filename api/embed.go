@@ -151,7 +151,7 @@ func (s *Server) requireEmbedSession(next http.Handler) http.Handler {
 			s.respondError(w, r, err)
 			return
 		}
-		ctx, a, origins, err := s.domains.embed.AuthenticateRequest(r.Context(), tok)
+		ctx, a, origins, err := s.Embed.AuthenticateRequest(r.Context(), tok)
 		if err != nil {
 			var de *domain.Error
 			if errors.As(err, &de) && de.Kind == domain.KindUnauthorized {
@@ -204,7 +204,7 @@ func toConfigJSON(c embed.Config) configJSON {
 }
 
 func (s *Server) getPublicEmbedConfig(w http.ResponseWriter, r *http.Request) error {
-	pc, origins, err := s.domains.embed.GetPublicConfigWithOrigins(r.Context(), r.URL.Query().Get("slug"))
+	pc, origins, err := s.Embed.GetPublicConfigWithOrigins(r.Context(), r.URL.Query().Get("slug"))
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,7 @@ func (s *Server) createAutoSession(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	in.Origin = r.Header.Get("Origin")
-	res, err := s.domains.embed.AutoSession(s.embedCtx(r), in)
+	res, err := s.Embed.AutoSession(s.embedCtx(r), in)
 	if err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (s *Server) createAutoSession(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) getEmbedConfig(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.domains.embed.GetConfig(r.Context(), actorOf(r))
+	c, err := s.Embed.GetConfig(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (s *Server) patchEmbedConfig(w http.ResponseWriter, r *http.Request) error 
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	c, err := s.domains.embed.UpsertConfig(r.Context(), actorOf(r), in)
+	c, err := s.Embed.UpsertConfig(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -258,7 +258,7 @@ func (s *Server) createEmbedSession(w http.ResponseWriter, r *http.Request) erro
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	res, err := s.domains.embed.CreateSession(s.embedCtx(r), actorOf(r), in)
+	res, err := s.Embed.CreateSession(s.embedCtx(r), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -271,7 +271,7 @@ func (s *Server) revokeEmbedSession(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	if err := s.domains.embed.RevokeSession(s.embedCtx(r), actorOf(r), id); err != nil {
+	if err := s.Embed.RevokeSession(s.embedCtx(r), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

@@ -12,7 +12,7 @@ import (
 // An end user's bridges and storefront_a's OAuth connect (embed.Service).
 
 func (s *Server) listEmbedBridges(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.domains.embed.ListBridges(r.Context(), embedActorOf(r))
+	list, err := s.Embed.ListBridges(r.Context(), embedActorOf(r))
 	if err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (s *Server) createEmbedBridge(w http.ResponseWriter, r *http.Request) error
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	b, err := s.domains.embed.CreateBridge(s.embedCtx(r), embedActorOf(r), in)
+	b, err := s.Embed.CreateBridge(s.embedCtx(r), embedActorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (s *Server) updateEmbedBridge(w http.ResponseWriter, r *http.Request) error
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	b, err := s.domains.embed.UpdateBridge(s.embedCtx(r), embedActorOf(r), id, in)
+	b, err := s.Embed.UpdateBridge(s.embedCtx(r), embedActorOf(r), id, in)
 	if err != nil {
 		return err
 	}
@@ -55,7 +55,7 @@ func (s *Server) deleteEmbedBridge(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	if err := s.domains.embed.DeleteBridge(s.embedCtx(r), embedActorOf(r), id); err != nil {
+	if err := s.Embed.DeleteBridge(s.embedCtx(r), embedActorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -67,7 +67,7 @@ func (s *Server) testEmbedBridge(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.domains.embed.TestBridge(r.Context(), embedActorOf(r), id)
+	res, err := s.Embed.TestBridge(r.Context(), embedActorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *Server) testEmbedBridge(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listEmbedBridgeTypes(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.domains.embed.BridgeTypes(r.Context(), embedActorOf(r))
+	list, err := s.Embed.BridgeTypes(r.Context(), embedActorOf(r))
 	if err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func (s *Server) startStorefrontAOAuth(w http.ResponseWriter, r *http.Request) e
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	res, err := s.domains.embed.StartOAuth(s.embedCtx(r), embedActorOf(r), in)
+	res, err := s.Embed.StartOAuth(s.embedCtx(r), embedActorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -124,7 +124,7 @@ func (s *Server) storefrontACallback(w http.ResponseWriter, r *http.Request) {
 		s.respondError(w, r, err)
 		return
 	}
-	res, err := s.domains.embed.CompleteOAuth(s.embedCtx(r), r.URL.Query())
+	res, err := s.Embed.CompleteOAuth(s.embedCtx(r), r.URL.Query())
 	if err != nil {
 		var derr *domain.Error
 		apiErr := &Error{Status: 500, Code: "internal", Message: "the connection could not be completed"}

@@ -46,7 +46,7 @@ func (s *Server) listEndUsers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, total, err := s.domains.embed.ListEndUsers(r.Context(), actorOf(r), p.Limit, p.Offset())
+	list, total, err := s.Embed.ListEndUsers(r.Context(), actorOf(r), p.Limit, p.Offset())
 	if err != nil {
 		return err
 	}
@@ -63,13 +63,13 @@ func (s *Server) getEndUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := s.domains.embed.GetEndUser(r.Context(), actorOf(r), id)
+	d, err := s.Embed.GetEndUser(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
 	j := endUserDetailJSON{toEndUserJSON(d.EndUser), make([]embed.Bridge, 0, len(d.Bridges))}
 	for _, b := range d.Bridges {
-		j.Bridges = append(j.Bridges, s.domains.embed.ToBridge(b, &d.ID, false))
+		j.Bridges = append(j.Bridges, s.Embed.ToBridge(b, &d.ID, false))
 	}
 	writeData(w, http.StatusOK, j)
 	return nil
@@ -80,7 +80,7 @@ func (s *Server) deleteEndUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.domains.embed.DeleteEndUser(s.embedCtx(r), actorOf(r), id); err != nil {
+	if err := s.Embed.DeleteEndUser(s.embedCtx(r), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -121,7 +121,7 @@ func (s *Server) listEmbedEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, total, err := s.domains.embed.ListEvents(r.Context(), actorOf(r), embed.EventFilter{
+	list, total, err := s.Embed.ListEvents(r.Context(), actorOf(r), embed.EventFilter{
 		EventType: typ, EndUserID: eu, From: from, To: to, Limit: p.Limit, Offset: p.Offset()})
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ func (s *Server) createEndUserWebhook(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	hook, err := s.domains.embed.CreateWebhook(s.embedCtx(r), embedActorOf(r), in)
+	hook, err := s.Embed.CreateWebhook(s.embedCtx(r), embedActorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -22,7 +22,7 @@ func (s *Server) createEndUserWebhook(w http.ResponseWriter, r *http.Request) er
 }
 
 func (s *Server) listEndUserWebhooks(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.domains.embed.ListWebhooks(r.Context(), embedActorOf(r))
+	list, err := s.Embed.ListWebhooks(r.Context(), embedActorOf(r))
 	if err != nil {
 		return err
 	}
@@ -31,7 +31,7 @@ func (s *Server) listEndUserWebhooks(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) listWebhookEventTypes(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.domains.embed.ListWebhookEventTypes(r.Context(), embedActorOf(r))
+	list, err := s.Embed.ListWebhookEventTypes(r.Context(), embedActorOf(r))
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Server) updateEndUserWebhook(w http.ResponseWriter, r *http.Request) er
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	hook, err := s.domains.embed.UpdateWebhook(s.embedCtx(r), embedActorOf(r), id, in)
+	hook, err := s.Embed.UpdateWebhook(s.embedCtx(r), embedActorOf(r), id, in)
 	if err != nil {
 		return err
 	}
@@ -61,7 +61,7 @@ func (s *Server) deleteEndUserWebhook(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	if err := s.domains.embed.DeleteWebhook(s.embedCtx(r), embedActorOf(r), id); err != nil {
+	if err := s.Embed.DeleteWebhook(s.embedCtx(r), embedActorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -73,7 +73,7 @@ func (s *Server) testEndUserWebhook(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	res, err := s.domains.embed.TestWebhook(r.Context(), embedActorOf(r), id)
+	res, err := s.Embed.TestWebhook(r.Context(), embedActorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	list, err := s.domains.embed.ListDeliveries(r.Context(), embedActorOf(r), id)
+	list, err := s.Embed.ListDeliveries(r.Context(), embedActorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	d, err := s.domains.embed.Redeliver(r.Context(), embedActorOf(r), id, did)
+	d, err := s.Embed.Redeliver(r.Context(), embedActorOf(r), id, did)
 	if err != nil {
 		return err
 	}

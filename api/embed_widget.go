@@ -59,7 +59,7 @@ func widgetError(w http.ResponseWriter, status int, msg string) {
 // connectPage serves the widget page for an active config named by its
 // publishable key, to be framed by an allowed origin only.
 func (s *Server) connectPage(w http.ResponseWriter, r *http.Request) {
-	c, err := s.domains.embed.WidgetConfig(r.Context(), r.URL.Query().Get("key"))
+	c, err := s.Embed.WidgetConfig(r.Context(), r.URL.Query().Get("key"))
 	if errors.Is(err, domain.ErrNotFound) {
 		widgetError(w, http.StatusNotFound, "unknown publishable key")
 		return
@@ -92,7 +92,7 @@ func (s *Server) connectPage(w http.ResponseWriter, r *http.Request) {
 func (s *Server) embedDemo(w http.ResponseWriter, r *http.Request) {
 	key := r.URL.Query().Get("key")
 	if key == "" {
-		key = s.domains.embed.PublishableKeyOfSlug(r.Context(), "demo")
+		key = s.Embed.PublishableKeyOfSlug(r.Context(), "demo")
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; frame-src 'self'")

@@ -70,7 +70,7 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 		h.Write(body)
 
 		ctx := r.Context()
-		claim, stored, err := s.accounts.ClaimIdempotencyKey(ctx, actor, key, h.Sum(nil))
+		claim, stored, err := s.Accounts.ClaimIdempotencyKey(ctx, actor, key, h.Sum(nil))
 		switch {
 		case err != nil:
 			s.respondError(w, r, err)
@@ -87,17 +87,17 @@ func (s *Server) idempotency(next http.Handler) http.Handler {
 
 		cw := &captureWriter{ResponseWriter: w}
 		completed := false
-		stopRenewing := s.accounts.KeepClaim(ctx, *claim)
+		stopRenewing := s.Accounts.KeepClaim(ctx, *claim)
 		defer func() {
 			stopRenewing()
 			// Record the outcome even if the client has gone away.
 			bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			if !completed || cw.status >= 500 || cw.status == 0 || cw.status == http.StatusTooManyRequests {
-				_ = s.accounts.ReleaseIdempotencyKey(bg, *claim)
+				_ = s.Accounts.ReleaseIdempotencyKey(bg, *claim)
 				return
 			}
-			if err := s.accounts.CompleteIdempotencyKey(bg, *claim, accounts.IdempotentResponse{
+			if err := s.Accounts.CompleteIdempotencyKey(bg, *claim, accounts.IdempotentResponse{
 				StatusCode: cw.status, ContentType: cw.Header().Get("Content-Type"), Body: cw.buf.Bytes(),
 			}); err != nil {
 				s.log.Warn("store idempotent response", "request_id", requestIDFrom(ctx), "error", err)

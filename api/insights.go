@@ -109,7 +109,7 @@ func (s *Server) generateInsights(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	in := insights.GenerateInput{Scope: deref(body.Scope), Types: body.Types, OperationID: body.OperationID, OrderIDs: nonNilIDs(body.OrderIDs)}
-	res, err := s.insights.Generate(r.Context(), actorOf(r), in)
+	res, err := s.Insights.Generate(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (s *Server) listInsights(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	list, total, err := s.insights.List(r.Context(), actorOf(r), insights.ListInput{Status: status, Category: category, Limit: page.Limit, Offset: page.Offset()})
+	list, total, err := s.Insights.List(r.Context(), actorOf(r), insights.ListInput{Status: status, Category: category, Limit: page.Limit, Offset: page.Offset()})
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Server) operationInsights(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	o, err := s.insights.OperationInsights(r.Context(), actorOf(r), id)
+	o, err := s.Insights.OperationInsights(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (s *Server) askInsights(w http.ResponseWriter, r *http.Request) error {
 		}
 		in.Context.IncludeOrders = c.IncludeOrders
 	}
-	a, err := s.insights.Ask(r.Context(), actorOf(r), in)
+	a, err := s.Insights.Ask(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *Server) acknowledgeInsight(w http.ResponseWriter, r *http.Request) erro
 	if err := decodeOptionalJSON(r, &body); err != nil {
 		return err
 	}
-	ack, err := s.insights.Acknowledge(r.Context(), actorOf(r), insights.AcknowledgeInput{InsightID: id, Action: deref(body.Action), Note: body.Note})
+	ack, err := s.Insights.Acknowledge(r.Context(), actorOf(r), insights.AcknowledgeInput{InsightID: id, Action: deref(body.Action), Note: body.Note})
 	if err != nil {
 		return err
 	}
@@ -263,7 +263,7 @@ func (s *Server) carrierPerformance(w http.ResponseWriter, r *http.Request) erro
 		}
 		days = n
 	}
-	list, err := s.insights.CarrierPerformance(r.Context(), actorOf(r), days)
+	list, err := s.Insights.CarrierPerformance(r.Context(), actorOf(r), days)
 	if err != nil {
 		return err
 	}

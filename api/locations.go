@@ -55,7 +55,7 @@ func (s *Server) listLocations(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	page, err := s.locations.List(r.Context(), actorOf(r), bridgeID, p.Limit, p.Offset())
+	page, err := s.Locations.List(r.Context(), actorOf(r), bridgeID, p.Limit, p.Offset())
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (s *Server) getLocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.locations.Get(r.Context(), actorOf(r), id)
+	l, err := s.Locations.Get(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func (s *Server) createLocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.locations.Create(r.Context(), actorOf(r), in)
+	l, err := s.Locations.Create(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) updateLocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	l, err := s.locations.Update(r.Context(), actorOf(r), id, in)
+	l, err := s.Locations.Update(r.Context(), actorOf(r), id, in)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Server) deleteLocation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.locations.Delete(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Locations.Delete(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

@@ -32,7 +32,7 @@ func (s *Server) listOperationItems(w http.ResponseWriter, r *http.Request) erro
 		v := hasRate == "true"
 		in.HasRate = &v
 	}
-	list, total, err := s.operations.ListItems(r.Context(), actorOf(r), id, in)
+	list, total, err := s.Operations.ListItems(r.Context(), actorOf(r), id, in)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (s *Server) addOperationItems(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	added, err := s.operations.AddItems(r.Context(), actorOf(r), id, ids)
+	added, err := s.Operations.AddItems(r.Context(), actorOf(r), id, ids)
 	if err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *Server) updateOperationItem(w http.ResponseWriter, r *http.Request) err
 		}
 		in.Status = &st
 	}
-	it, err := s.operations.UpdateItem(r.Context(), actorOf(r), id, itemID, in)
+	it, err := s.Operations.UpdateItem(r.Context(), actorOf(r), id, itemID, in)
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (s *Server) deleteOperationItem(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	if err := s.operations.RemoveItem(r.Context(), actorOf(r), id, itemID); err != nil {
+	if err := s.Operations.RemoveItem(r.Context(), actorOf(r), id, itemID); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -137,7 +137,7 @@ func (s *Server) bulkRemoveOperationItems(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	n, err := s.operations.RemoveItems(r.Context(), actorOf(r), id, ids)
+	n, err := s.Operations.RemoveItems(r.Context(), actorOf(r), id, ids)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (s *Server) applyOperationAction(w http.ResponseWriter, r *http.Request) er
 	if b.Action == nil {
 		return errValidation(FieldError{Field: "action", Message: "is required"})
 	}
-	n, err := s.operations.ApplyAction(r.Context(), actorOf(r), id, ids, *b.Action)
+	n, err := s.Operations.ApplyAction(r.Context(), actorOf(r), id, ids, *b.Action)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (s *Server) operationHistory(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	list, err := s.operations.History(r.Context(), actorOf(r), id)
+	list, err := s.Operations.History(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}

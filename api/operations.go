@@ -143,7 +143,7 @@ func toHistoryJSON(e operations.Entry) historyJSON {
 // --- types ---
 
 func (s *Server) listOperationTypes(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.operations.Types(r.Context(), actorOf(r))
+	list, err := s.Operations.Types(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (s *Server) listOperationTypes(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) getOperationType(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.operations.TypeByID(r.Context(), actorOf(r), chi.URLParam(r, "typeId"))
+	t, err := s.Operations.TypeByID(r.Context(), actorOf(r), chi.URLParam(r, "typeId"))
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	list, total, err := s.operations.List(r.Context(), actorOf(r), operations.ListInput{Status: status, Limit: page.Limit, Offset: page.Offset()})
+	list, total, err := s.Operations.List(r.Context(), actorOf(r), operations.ListInput{Status: status, Limit: page.Limit, Offset: page.Offset()})
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (s *Server) createOperation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	op, err := s.operations.Create(r.Context(), actorOf(r), operations.CreateInput{Name: deref(b.Name), Description: desc})
+	op, err := s.Operations.Create(r.Context(), actorOf(r), operations.CreateInput{Name: deref(b.Name), Description: desc})
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (s *Server) withOperation(status int, call func(r *http.Request, id uuid.UU
 
 func (s *Server) getOperation(w http.ResponseWriter, r *http.Request) error {
 	return s.withOperation(http.StatusOK, func(r *http.Request, id uuid.UUID) (operations.Operation, error) {
-		return s.operations.Get(r.Context(), actorOf(r), id)
+		return s.Operations.Get(r.Context(), actorOf(r), id)
 	})(w, r)
 }
 
@@ -252,7 +252,7 @@ func (s *Server) updateOperation(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return operations.Operation{}, err
 		}
-		return s.operations.Update(r.Context(), actorOf(r), id, operations.UpdateInput{Name: b.Name, Description: desc, SetDescription: set, Status: b.Status})
+		return s.Operations.Update(r.Context(), actorOf(r), id, operations.UpdateInput{Name: b.Name, Description: desc, SetDescription: set, Status: b.Status})
 	})(w, r)
 }
 
@@ -261,7 +261,7 @@ func (s *Server) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.operations.Delete(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Operations.Delete(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -270,25 +270,25 @@ func (s *Server) deleteOperation(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) executeOperation(w http.ResponseWriter, r *http.Request) error {
 	return s.withOperation(http.StatusAccepted, func(r *http.Request, id uuid.UUID) (operations.Operation, error) {
-		return s.operations.Execute(r.Context(), actorOf(r), id)
+		return s.Operations.Execute(r.Context(), actorOf(r), id)
 	})(w, r)
 }
 
 func (s *Server) pauseOperation(w http.ResponseWriter, r *http.Request) error {
 	return s.withOperation(http.StatusOK, func(r *http.Request, id uuid.UUID) (operations.Operation, error) {
-		return s.operations.Pause(r.Context(), actorOf(r), id)
+		return s.Operations.Pause(r.Context(), actorOf(r), id)
 	})(w, r)
 }
 
 func (s *Server) resumeOperation(w http.ResponseWriter, r *http.Request) error {
 	return s.withOperation(http.StatusOK, func(r *http.Request, id uuid.UUID) (operations.Operation, error) {
-		return s.operations.Resume(r.Context(), actorOf(r), id)
+		return s.Operations.Resume(r.Context(), actorOf(r), id)
 	})(w, r)
 }
 
 func (s *Server) cancelOperation(w http.ResponseWriter, r *http.Request) error {
 	return s.withOperation(http.StatusOK, func(r *http.Request, id uuid.UUID) (operations.Operation, error) {
-		return s.operations.Cancel(r.Context(), actorOf(r), id)
+		return s.Operations.Cancel(r.Context(), actorOf(r), id)
 	})(w, r)
 }
 
@@ -311,7 +311,7 @@ func (s *Server) undoOperation(w http.ResponseWriter, r *http.Request) error {
 		}
 		hid = &u
 	}
-	op, e, err := s.operations.Undo(r.Context(), actorOf(r), id, hid)
+	op, e, err := s.Operations.Undo(r.Context(), actorOf(r), id, hid)
 	if err != nil {
 		return err
 	}

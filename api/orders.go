@@ -114,7 +114,7 @@ func (s *Server) createOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.orders.Create(r.Context(), actorOf(r), in)
+	created, err := s.Orders.Create(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func (s *Server) listOrders(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	res, err := s.orders.List(r.Context(), actorOf(r), in)
+	res, err := s.Orders.List(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -234,13 +234,13 @@ func (s *Server) getOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.orders.Get(r.Context(), actorOf(r), id)
+	o, err := s.Orders.Get(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
 	out := toOrderDetailJSON(o)
 	if inc.bridge {
-		b, err := s.orders.Bridge(r.Context(), actorOf(r), o)
+		b, err := s.Orders.Bridge(r.Context(), actorOf(r), o)
 		if err != nil {
 			return err
 		}
@@ -277,7 +277,7 @@ func (s *Server) updateOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	o, err := s.orders.Update(r.Context(), actorOf(r), id, patch)
+	o, err := s.Orders.Update(r.Context(), actorOf(r), id, patch)
 	if err != nil {
 		return err
 	}
@@ -290,7 +290,7 @@ func (s *Server) deleteOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.orders.Delete(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Orders.Delete(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -304,7 +304,7 @@ func (s *Server) listOrderActivities(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	acts, err := s.orders.Activities(r.Context(), actorOf(r), id)
+	acts, err := s.Orders.Activities(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -325,7 +325,7 @@ func (s *Server) addOrderNote(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	a, err := s.orders.AddNote(r.Context(), actorOf(r), id, deref(req.Note))
+	a, err := s.Orders.AddNote(r.Context(), actorOf(r), id, deref(req.Note))
 	if err != nil {
 		return err
 	}

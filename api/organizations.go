@@ -35,7 +35,7 @@ func (s *Server) mountInvitationAccept(r chi.Router) {
 }
 
 func (s *Server) getOrganization(w http.ResponseWriter, r *http.Request) error {
-	org, err := s.accounts.Organization(r.Context(), actorOf(r))
+	org, err := s.Accounts.Organization(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (s *Server) updateOrganization(w http.ResponseWriter, r *http.Request) erro
 	if err := v.err(); err != nil {
 		return err
 	}
-	org, err := s.accounts.UpdateOrganization(r.Context(), actorOf(r), accounts.OrganizationPatch{Name: req.Name, Settings: req.Settings})
+	org, err := s.Accounts.UpdateOrganization(r.Context(), actorOf(r), accounts.OrganizationPatch{Name: req.Name, Settings: req.Settings})
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ type memberJSON struct {
 }
 
 func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) error {
-	members, err := s.accounts.Members(r.Context(), actorOf(r))
+	members, err := s.Accounts.Members(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ type invitationJSON struct {
 
 // listInvitations lists the pending invitations that still work.
 func (s *Server) listInvitations(w http.ResponseWriter, r *http.Request) error {
-	invs, err := s.accounts.Invitations(r.Context(), actorOf(r))
+	invs, err := s.Accounts.Invitations(r.Context(), actorOf(r))
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (s *Server) inviteMember(w http.ResponseWriter, r *http.Request) error {
 	if err := v.err(); err != nil {
 		return err
 	}
-	inv, err := s.accounts.Invite(r.Context(), actorOf(r), accounts.InviteInput{Email: addr, Role: role})
+	inv, err := s.Accounts.Invite(r.Context(), actorOf(r), accounts.InviteInput{Email: addr, Role: role})
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Server) inviteMember(w http.ResponseWriter, r *http.Request) error {
 // acceptInvitation makes the signed-in user a member. It needs a user token
 // only: the organization comes from the invitation.
 func (s *Server) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
-	inv, err := s.accounts.AcceptInvitation(r.Context(), principalFrom(r.Context()).UserID, chi.URLParam(r, "token"))
+	inv, err := s.Accounts.AcceptInvitation(r.Context(), principalFrom(r.Context()).UserID, chi.URLParam(r, "token"))
 	if err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ func (s *Server) revokeInvitation(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if err := s.accounts.RevokeInvitation(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Accounts.RevokeInvitation(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -185,7 +185,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.accounts.RemoveMember(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Accounts.RemoveMember(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

@@ -105,7 +105,7 @@ func (s *Server) listPickups(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	list, total, err := s.shipping.ListPickups(r.Context(), actorOf(r), in)
+	list, total, err := s.Shipping.ListPickups(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (s *Server) getPickup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.shipping.GetPickup(r.Context(), actorOf(r), id)
+	p, err := s.Shipping.GetPickup(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -201,7 +201,7 @@ func (s *Server) createPickup(w http.ResponseWriter, r *http.Request) error {
 	}
 	actor := actorOf(r)
 	in.ID = purchaseID(r, actor.OrganizationID, "pickup")
-	booked, err := s.shipping.BookPickup(r.Context(), actor, in)
+	booked, err := s.Shipping.BookPickup(r.Context(), actor, in)
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func (s *Server) cancelPickup(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
 	}
-	res, err := s.shipping.CancelPickup(r.Context(), actorOf(r), id, strings.TrimSpace(deref(req.Reason)))
+	res, err := s.Shipping.CancelPickup(r.Context(), actorOf(r), id, strings.TrimSpace(deref(req.Reason)))
 	if err != nil {
 		return err
 	}

@@ -248,7 +248,7 @@ func (s *Server) createRateComparison(w http.ResponseWriter, r *http.Request) er
 			in.Items[i] = ratecomparisons.NewItem{TrackingNumber: it.TrackingNumber, NetCost: it.NetCost, ServiceType: it.ServiceType}
 		}
 	}
-	c, err := s.rateComparisons.Create(r.Context(), actorOf(r), in)
+	c, err := s.RateComparisons.Create(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -267,7 +267,7 @@ func (s *Server) listRateComparisons(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	res, err := s.rateComparisons.List(r.Context(), actorOf(r), status, page.Limit, page.Offset())
+	res, err := s.RateComparisons.List(r.Context(), actorOf(r), status, page.Limit, page.Offset())
 	if err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (s *Server) getRateComparison(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	c, err := s.rateComparisons.Get(r.Context(), actorOf(r), id)
+	c, err := s.RateComparisons.Get(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (s *Server) listRateComparisonItems(w http.ResponseWriter, r *http.Request)
 		return err
 	}
 	// The comparison is found before the parameters are checked.
-	if _, err := s.rateComparisons.Get(r.Context(), actorOf(r), id); err != nil {
+	if _, err := s.RateComparisons.Get(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	var details fieldErrors
@@ -311,7 +311,7 @@ func (s *Server) listRateComparisonItems(w http.ResponseWriter, r *http.Request)
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	res, err := s.rateComparisons.Items(r.Context(), actorOf(r), id, ratecomparisons.ItemFilter{
+	res, err := s.RateComparisons.Items(r.Context(), actorOf(r), id, ratecomparisons.ItemFilter{
 		Status: status, Zone: strings.TrimSpace(q.Get("zone")), ServiceType: strings.TrimSpace(q.Get("serviceType")),
 		Search: strings.TrimSpace(q.Get("search")), Limit: page.Limit, Offset: page.Offset(),
 	})
@@ -327,7 +327,7 @@ func (s *Server) rateComparisonSummary(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	c, sum, err := s.rateComparisons.Summarize(r.Context(), actorOf(r), id)
+	c, sum, err := s.RateComparisons.Summarize(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -344,7 +344,7 @@ func (s *Server) processRateComparison(w http.ResponseWriter, r *http.Request) e
 	if err != nil {
 		return err
 	}
-	c, err := s.rateComparisons.Process(r.Context(), actorOf(r), id)
+	c, err := s.RateComparisons.Process(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -359,7 +359,7 @@ func (s *Server) cancelRateComparison(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	c, err := s.rateComparisons.Cancel(r.Context(), actorOf(r), id)
+	c, err := s.RateComparisons.Cancel(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -372,7 +372,7 @@ func (s *Server) deleteRateComparison(w http.ResponseWriter, r *http.Request) er
 	if err != nil {
 		return err
 	}
-	if err := s.rateComparisons.Delete(r.Context(), actorOf(r), id); err != nil {
+	if err := s.RateComparisons.Delete(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

@@ -130,7 +130,7 @@ func (s *Server) quoteRates(w http.ResponseWriter, r *http.Request) error {
 	if !v.ok() {
 		return validation(v, in.Validate(), quoteFields...)
 	}
-	q, err := s.shipping.QuoteRates(r.Context(), actorOf(r), in)
+	q, err := s.Shipping.QuoteRates(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (s *Server) quoteRatesFromOrder(w http.ResponseWriter, r *http.Request) err
 	if !v.ok() {
 		return validation(v, opts.Validate(), quoteFields...)
 	}
-	q, err := s.shipping.QuoteOrder(r.Context(), actorOf(r), id, opts)
+	q, err := s.Shipping.QuoteOrder(r.Context(), actorOf(r), id, opts)
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func (s *Server) createRateSnapshot(w http.ResponseWriter, r *http.Request) erro
 	if !v.ok() {
 		return validation(v, in.Validate(), snapshotFields...)
 	}
-	out, err := s.shipping.CreateRateSnapshot(r.Context(), actorOf(r), in)
+	out, err := s.Shipping.CreateRateSnapshot(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,7 @@ func (s *Server) getRateSnapshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	snap, err := s.shipping.GetRateSnapshot(r.Context(), actorOf(r), id)
+	snap, err := s.Shipping.GetRateSnapshot(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}

@@ -30,7 +30,7 @@ func (s *Server) resyncOrder(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	run, err := s.orders.Resync(r.Context(), actorOf(r), orderID)
+	run, err := s.Orders.Resync(r.Context(), actorOf(r), orderID)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/fos-dev/fos/email"
-	"github.com/fos-dev/fos/sandbox"
 	"github.com/fos-dev/fos/telemetry"
 	"github.com/fos-dev/fos/wiring"
 	"github.com/fos-dev/fos/worker"
@@ -36,9 +35,9 @@ type Server struct {
 	searchAttrsOK atomic.Bool
 	mailbox       *email.Mailbox
 	limits        *limiters
-	sandbox       *sandbox.Sandbox
-	// domains are the domain services (domains.go).
-	domains
+	// Services are the domain services the handlers call (decode → call
+	// → encode), built by wiring.New.
+	wiring.Services
 	embedLimits embedLimits
 	// requestSchemas validate request bodies (request_validation.go).
 	requestSchemas requestValidators
@@ -49,12 +48,12 @@ func NewRouter(d Deps) http.Handler {
 	s := &Server{
 		log: d.Logger, accessLog: d.Logger.With("component", "http"),
 		temporal: d.Temporal, namespace: d.TemporalNamespace, mailbox: d.Mailbox,
-		limits: newLimiters(d.Limits), sandbox: d.Sandbox,
+		limits: newLimiters(d.Limits),
 	}
-	s.domains = newDomains(wiring.New(d, wiring.Hooks{
+	s.Services = wiring.New(d, wiring.Hooks{
 		PINLimit: s.limits.carrierPINAccount.check, MaxWrongPINs: s.limits.wrongPINs,
 		InvitationLimit: s.limits.invitationsOrg.check,
-	}))
+	})
 	s.embedLimits = newEmbedLimits()
 	if !d.NoRequestValidation {
 		s.requestSchemas = mustRequestValidators()
@@ -151,7 +150,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		checks["temporalSearchAttributes"] = "ok"
 	}
 	status := http.StatusOK
-	if err := s.ping(ctx); err != nil {
+	if err := s.Ping(ctx); err != nil {
 		checks["postgres"] = "unavailable"
 		status = http.StatusServiceUnavailable
 	}

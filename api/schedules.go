@@ -116,7 +116,7 @@ func (s *Server) listSchedules(w http.ResponseWriter, r *http.Request) error {
 		active := status == bridgetasks.ScheduleActive
 		f.IsActive = &active
 	}
-	page, err := s.bridgeTasks.ListSchedules(r.Context(), actorOf(r), f)
+	page, err := s.BridgeTasks.ListSchedules(r.Context(), actorOf(r), f)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (s *Server) scheduleFromPath(r *http.Request) (bridgetasks.Schedule, error)
 	if err != nil {
 		return bridgetasks.Schedule{}, err
 	}
-	return s.bridgeTasks.Schedule(r.Context(), actorOf(r), id)
+	return s.BridgeTasks.Schedule(r.Context(), actorOf(r), id)
 }
 
 func (s *Server) getSchedule(w http.ResponseWriter, r *http.Request) error {
@@ -246,7 +246,7 @@ func (s *Server) createSchedule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in.BridgeID = *bridgeID
-	sc, err := s.bridgeTasks.CreateSchedule(r.Context(), actorOf(r), in)
+	sc, err := s.BridgeTasks.CreateSchedule(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -264,7 +264,7 @@ func (s *Server) updateSchedule(w http.ResponseWriter, r *http.Request) error {
 	// The body is read once the schedule is found (another organization's
 	// is 404 whatever the body), and its task checked against the
 	// schedule's bridge type with the other fields.
-	return s.writeSchedule(w)(s.bridgeTasks.UpdateScheduleFrom(r.Context(), actorOf(r), id, func(cur bridgetasks.Schedule) (bridgetasks.ScheduleChange, error) {
+	return s.writeSchedule(w)(s.BridgeTasks.UpdateScheduleFrom(r.Context(), actorOf(r), id, func(cur bridgetasks.Schedule) (bridgetasks.ScheduleChange, error) {
 		var body jsonBody
 		if err := decodeJSON(r, &body); err != nil {
 			return bridgetasks.ScheduleChange{}, err
@@ -319,7 +319,7 @@ func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.writeSchedule(w)(s.bridgeTasks.PauseSchedule(r.Context(), actorOf(r), id))
+	return s.writeSchedule(w)(s.BridgeTasks.PauseSchedule(r.Context(), actorOf(r), id))
 }
 
 // resumeSchedule: the next run is computed from the cron in the
@@ -329,7 +329,7 @@ func (s *Server) resumeSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return s.writeSchedule(w)(s.bridgeTasks.ResumeSchedule(r.Context(), actorOf(r), id))
+	return s.writeSchedule(w)(s.BridgeTasks.ResumeSchedule(r.Context(), actorOf(r), id))
 }
 
 // deleteSchedule removes the schedule and its Temporal Schedule
@@ -339,7 +339,7 @@ func (s *Server) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.bridgeTasks.DeleteSchedule(r.Context(), actorOf(r), id); err != nil {
+	if err := s.BridgeTasks.DeleteSchedule(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)
@@ -353,7 +353,7 @@ func (s *Server) triggerSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	e, err := s.bridgeTasks.TriggerSchedule(r.Context(), actorOf(r), id)
+	e, err := s.BridgeTasks.TriggerSchedule(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -375,7 +375,7 @@ func (s *Server) listScheduleExecutions(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	page, err := s.bridgeTasks.ScheduleExecutions(r.Context(), actorOf(r), id, p.Limit, p.Offset())
+	page, err := s.BridgeTasks.ScheduleExecutions(r.Context(), actorOf(r), id, p.Limit, p.Offset())
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func (s *Server) createShipmentAction(w http.ResponseWriter, r *http.Request) er
 	// A delivery change may carry a fee: with an Idempotency-Key, a
 	// client's retry names the same record and workflow.
 	in.ID = purchaseID(r, actor.OrganizationID, "shipment-action")
-	res, err := s.shipping.RequestAction(r.Context(), actor, id, in)
+	res, err := s.Shipping.RequestAction(r.Context(), actor, id, in)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (s *Server) listShipmentActions(w http.ResponseWriter, r *http.Request) err
 	if err != nil {
 		return err
 	}
-	list, err := s.shipping.ListActions(r.Context(), actorOf(r), id)
+	list, err := s.Shipping.ListActions(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (s *Server) getShipmentAction(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	a, err := s.shipping.GetAction(r.Context(), actorOf(r), id, actionID)
+	a, err := s.Shipping.GetAction(r.Context(), actorOf(r), id, actionID)
 	if err != nil {
 		return err
 	}

@@ -95,13 +95,13 @@ func shipmentRaw(raw json.RawMessage, empty string) json.RawMessage {
 func (s *Server) toShipmentListItemJSON(sh shipping.Shipment) shipmentListItemJSON {
 	return shipmentListItemJSON{
 		ID: sh.ID, OrderID: sh.OrderID, Status: sh.Status, Carrier: sh.Carrier, Service: sh.Service,
-		TrackingNumber: sh.TrackingNumber, LabelURL: s.shipping.LabelURL(sh), Rate: shipping.ShipmentRateOf(sh),
+		TrackingNumber: sh.TrackingNumber, LabelURL: s.Shipping.LabelURL(sh), Rate: shipping.ShipmentRateOf(sh),
 		ShipDate: shipping.ShipDateOf(sh.ShipDate), CreatedAt: sh.CreatedAt,
 	}
 }
 
 func (s *Server) toShipmentJSON(sh shipping.Shipment) shipmentJSON {
-	return s.shipping.ShipmentJSONOf(sh)
+	return s.Shipping.ShipmentJSONOf(sh)
 }
 
 // withIncludes sets the included bridge and order of one shipment.
@@ -164,7 +164,7 @@ func (s *Server) listShipments(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	res, err := s.shipping.ListShipments(r.Context(), actorOf(r), shipping.ListShipmentsInput{
+	res, err := s.Shipping.ListShipments(r.Context(), actorOf(r), shipping.ListShipmentsInput{
 		Status: status, OrderID: orderID, Carrier: carrier, Sort: r.URL.Query().Get("sort"), Desc: sort.Desc,
 		Limit: page.Limit, Offset: page.Offset(), IncludeBridge: incBridge, IncludeOrder: incOrder,
 	})
@@ -190,7 +190,7 @@ func (s *Server) getShipment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.shipping.GetShipment(r.Context(), actorOf(r), id, incBridge, incOrder)
+	res, err := s.Shipping.GetShipment(r.Context(), actorOf(r), id, incBridge, incOrder)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (s *Server) getShipmentLabel(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	l, err := s.shipping.ShipmentLabel(r.Context(), actorOf(r), id, r.URL.Query().Get("piece"))
+	l, err := s.Shipping.ShipmentLabel(r.Context(), actorOf(r), id, r.URL.Query().Get("piece"))
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (s *Server) getSignedLabel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	l, err := s.shipping.SignedLabel(r.Context(), shipping.SignedLabelInput{
+	l, err := s.Shipping.SignedLabel(r.Context(), shipping.SignedLabelInput{
 		ShipmentID: id, OrganizationID: q.Get("organization"), Expires: q.Get("expires"), Signature: q.Get("signature"), Piece: q.Get("piece"),
 	})
 	if err != nil {
@@ -259,7 +259,7 @@ func (s *Server) createShipment(w http.ResponseWriter, r *http.Request) error {
 	}
 	actor := actorOf(r)
 	in.ID = purchaseID(r, actor.OrganizationID, "shipment")
-	sh, err := s.shipping.CreateShipment(r.Context(), actor, in)
+	sh, err := s.Shipping.CreateShipment(r.Context(), actor, in)
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (s *Server) updateShipment(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &body); err != nil {
 		return err
 	}
-	sh, err := s.shipping.UpdateShipment(r.Context(), actorOf(r), id, decodeUpdateShipment(body))
+	sh, err := s.Shipping.UpdateShipment(r.Context(), actorOf(r), id, decodeUpdateShipment(body))
 	if err != nil {
 		return err
 	}
@@ -297,7 +297,7 @@ func (s *Server) deleteShipment(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.shipping.DeleteShipment(r.Context(), actorOf(r), id); err != nil {
+	if err := s.Shipping.DeleteShipment(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	writeSuccess(w)

@@ -90,7 +90,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limits.signupEmail.check(emailKey(*req.Email)); err != nil {
 		return err
 	}
-	sess, err := s.accounts.Signup(r.Context(), accounts.SignupInput{Email: *req.Email, Password: *req.Password,
+	sess, err := s.Accounts.Signup(r.Context(), accounts.SignupInput{Email: *req.Email, Password: *req.Password,
 		FirstName: *req.FirstName, LastName: *req.LastName, OrganizationName: req.OrganizationName})
 	if err != nil {
 		return err
@@ -130,7 +130,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := s.limits.loginEmail.check(emailKey(*req.Email)); err != nil {
 		return err
 	}
-	sess, err := s.accounts.Login(r.Context(), *req.Email, *req.Password)
+	sess, err := s.Accounts.Login(r.Context(), *req.Email, *req.Password)
 	if err != nil {
 		return err
 	}
@@ -141,7 +141,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
-	user, orgs, err := s.accounts.Me(r.Context(), principalFrom(r.Context()).UserID)
+	user, orgs, err := s.Accounts.Me(r.Context(), principalFrom(r.Context()).UserID)
 	if err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (s *Server) createOrganization(w http.ResponseWriter, r *http.Request) erro
 	if err := v.err(); err != nil {
 		return err
 	}
-	org, err := s.accounts.CreateOrganization(r.Context(), principalFrom(r.Context()).UserID, *req.Name)
+	org, err := s.Accounts.CreateOrganization(r.Context(), principalFrom(r.Context()).UserID, *req.Name)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ func (s *Server) mountSplitRules(r chi.Router) {
 	write := r.With(s.scope("dispatchers:write"))
 	read.Get("/split-rules", s.h(s.listSplitRules))
 	routingCRUD[routing.SplitRuleInput, routing.SplitRule, splitRuleJSON]{path: "/split-rules", noun: "split rule", decode: decodeSplitRule, toJSON: toSplitRuleJSON,
-		get: s.routing.GetSplitRule, create: s.routing.CreateSplitRule, update: s.routing.UpdateSplitRule, remove: s.routing.DeleteSplitRule}.mount(s, read, write)
+		get: s.Routing.GetSplitRule, create: s.Routing.CreateSplitRule, update: s.Routing.UpdateSplitRule, remove: s.Routing.DeleteSplitRule}.mount(s, read, write)
 	write.Post("/split-rules/{id}/test", s.h(s.testSplitRule))
 }
 
@@ -69,7 +69,7 @@ func (s *Server) listSplitRules(w http.ResponseWriter, r *http.Request) error {
 		b := active == "true"
 		in.IsActive = &b
 	}
-	page, err := s.routing.ListSplitRules(r.Context(), actorOf(r), in)
+	page, err := s.Routing.ListSplitRules(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func (s *Server) testSplitRule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// SplitRuleTestRequest: orderId is a UUID.
-	plan, err := s.routing.TestSplitRule(r.Context(), actorOf(r), id, uuidOf(body["orderId"]))
+	plan, err := s.Routing.TestSplitRule(r.Context(), actorOf(r), id, uuidOf(body["orderId"]))
 	if err != nil {
 		return err
 	}

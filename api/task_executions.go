@@ -56,7 +56,7 @@ func (s *Server) getTaskExecution(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	e, err := s.bridgeTasks.Execution(r.Context(), actorOf(r), id)
+	e, err := s.BridgeTasks.Execution(r.Context(), actorOf(r), id)
 	if err != nil {
 		return err
 	}
@@ -70,14 +70,14 @@ func (s *Server) listTaskExecutions(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	// The bridge is found before the page is checked.
-	if _, err := s.bridgeTasks.Bridge(r.Context(), actorOf(r), id); err != nil {
+	if _, err := s.BridgeTasks.Bridge(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	p, err := parsePage(r, 20, 100)
 	if err != nil {
 		return err
 	}
-	page, err := s.bridgeTasks.Executions(r.Context(), actorOf(r), id, p.Limit, p.Offset())
+	page, err := s.BridgeTasks.Executions(r.Context(), actorOf(r), id, p.Limit, p.Offset())
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Server) runBridgeTaskHandler(w http.ResponseWriter, r *http.Request) er
 		return err
 	}
 	// The bridge is found before the body is read.
-	if _, err := s.bridgeTasks.Bridge(r.Context(), actorOf(r), id); err != nil {
+	if _, err := s.BridgeTasks.Bridge(r.Context(), actorOf(r), id); err != nil {
 		return err
 	}
 	var body struct {
@@ -102,7 +102,7 @@ func (s *Server) runBridgeTaskHandler(w http.ResponseWriter, r *http.Request) er
 	if err := decodeOptionalJSON(r, &body); err != nil {
 		return err
 	}
-	e, err := s.bridgeTasks.RunTask(r.Context(), actorOf(r), id, bridgetasks.RunInput{
+	e, err := s.BridgeTasks.RunTask(r.Context(), actorOf(r), id, bridgetasks.RunInput{
 		TaskName: chi.URLParam(r, "taskName"), Field: "taskName", Input: body.Input,
 	})
 	if err != nil {
@@ -125,7 +125,7 @@ func (s *Server) syncLocations(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.bridgeTasks.SyncLocations(r.Context(), actorOf(r), id, locationSyncWait)
+	res, err := s.BridgeTasks.SyncLocations(r.Context(), actorOf(r), id, locationSyncWait)
 	if err != nil {
 		return err
 	}

@@ -151,7 +151,7 @@ func (s *Server) createCheckpoint(w http.ResponseWriter, r *http.Request) error 
 	if err := v.err(); err != nil {
 		return err
 	}
-	c, err := s.shipping.RecordCheckpoint(r.Context(), actorOf(r), c)
+	c, err := s.Shipping.RecordCheckpoint(r.Context(), actorOf(r), c)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (s *Server) createCheckpointBatch(w http.ResponseWriter, r *http.Request) e
 	if err := v.err(); err != nil {
 		return err
 	}
-	recorded, err := s.shipping.RecordCheckpoints(r.Context(), actorOf(r), cps)
+	recorded, err := s.Shipping.RecordCheckpoints(r.Context(), actorOf(r), cps)
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	list, total, err := s.shipping.ListCheckpoints(r.Context(), actorOf(r), *shipmentID, page.Limit, page.Offset())
+	list, total, err := s.Shipping.ListCheckpoints(r.Context(), actorOf(r), *shipmentID, page.Limit, page.Offset())
 	if err != nil {
 		return err
 	}
@@ -260,7 +260,7 @@ func (s *Server) trackingMap(w http.ResponseWriter, r *http.Request) error {
 	if len(details) > 0 {
 		return errValidation(details...)
 	}
-	list, total, err := s.shipping.TrackingMap(r.Context(), actorOf(r), shipping.TrackingMapInput{
+	list, total, err := s.Shipping.TrackingMap(r.Context(), actorOf(r), shipping.TrackingMapInput{
 		Status: status, BridgeID: bridgeID, Limit: page.Limit, Offset: page.Offset(),
 	})
 	if err != nil {

@@ -16,14 +16,11 @@ import (
 // mountTransformations registers the transformation endpoints (spec Part
 // 2, Transformations); the operations are routing.Service's.
 func (s *Server) mountTransformations(r chi.Router) {
-	if s.sandbox == nil {
-		s.sandbox = s.routing.Sandbox()
-	}
 	read := r.With(s.scope("transformations:read"))
 	write := r.With(s.scope("transformations:write"))
 	read.Get("/transformations", s.h(s.listTransformations))
 	routingCRUD[routing.TransformationInput, routing.Transformation, transformationJSON]{path: "/transformations", noun: "transformation", decode: s.decodeTransformation, toJSON: toTransformationJSON,
-		get: s.routing.GetTransformation, create: s.routing.CreateTransformation, update: s.routing.UpdateTransformation, remove: s.routing.DeleteTransformation}.mount(s, read, write)
+		get: s.Routing.GetTransformation, create: s.Routing.CreateTransformation, update: s.Routing.UpdateTransformation, remove: s.Routing.DeleteTransformation}.mount(s, read, write)
 	write.Post("/transformations/test", s.h(s.testTransformationCode))
 	write.Post("/transformations/{id}/test", s.h(s.testTransformation))
 }
@@ -69,7 +66,7 @@ func (s *Server) listTransformations(w http.ResponseWriter, r *http.Request) err
 		b := active == "true"
 		in.IsActive = &b
 	}
-	page, err := s.routing.ListTransformations(r.Context(), actorOf(r), in)
+	page, err := s.Routing.ListTransformations(r.Context(), actorOf(r), in)
 	if err != nil {
 		return err
 	}
@@ -115,7 +112,7 @@ func (s *Server) decodeTransformation(r *http.Request, create bool) (routing.Tra
 	if v.ok() {
 		return in, nil
 	}
-	return in, validation(v, in.Validate(create, s.sandbox.Limits().MaxCodeBytes), transformationFields...)
+	return in, validation(v, in.Validate(create, s.Routing.Sandbox().Limits().MaxCodeBytes), transformationFields...)
 }
 
 // transformationTestResult is the answer of both test endpoints:
@@ -159,7 +156,7 @@ func (s *Server) testTransformationCode(w http.ResponseWriter, r *http.Request) 
 	if err := s.transformationTestLimit(mustPrincipal(r).OrganizationID); err != nil {
 		return err
 	}
-	res, err := s.routing.TestCode(r.Context(), actorOf(r), code, body["sampleData"])
+	res, err := s.Routing.TestCode(r.Context(), actorOf(r), code, body["sampleData"])
 	if err != nil {
 		return err
 	}
@@ -179,7 +176,7 @@ func (s *Server) testTransformation(w http.ResponseWriter, r *http.Request) erro
 	if err := s.transformationTestLimit(mustPrincipal(r).OrganizationID); err != nil {
 		return err
 	}
-	res, err := s.routing.TestTransformation(r.Context(), actorOf(r), id, body["sampleData"])
+	res, err := s.Routing.TestTransformation(r.Context(), actorOf(r), id, body["sampleData"])
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func SignWebhookBody(secret string, body []byte) string {
 }
 
 // webhookURL is the bridge's inbound URL ({base_url}/api/v1/webhooks/<id>).
-func (s *Server) webhookURL(bridgeID uuid.UUID) string { return s.bridgeTasks.WebhookURL(bridgeID) }
+func (s *Server) webhookURL(bridgeID uuid.UUID) string { return s.BridgeTasks.WebhookURL(bridgeID) }
 
 // webhookVerifier is what verifying a bridge's proofs takes. Opening the
 // sealed credentials is the costly part of a delivery, so the opened
@@ -111,7 +111,7 @@ func (s *Server) webhookVerifierFor(r *http.Request, id uuid.UUID) (webhookVerif
 	if cache.isMissing(id) {
 		return webhookVerifier{}, errNotFound("bridge")
 	}
-	b, err := s.bridgeTasks.InboundBridge(r.Context(), id)
+	b, err := s.BridgeTasks.InboundBridge(r.Context(), id)
 	if errors.Is(err, domain.ErrNotFound) {
 		cache.markMissing(id)
 		return webhookVerifier{}, errNotFound("bridge")
@@ -124,7 +124,7 @@ func (s *Server) webhookVerifierFor(r *http.Request, id uuid.UUID) (webhookVerif
 		return v, nil
 	}
 	v := webhookVerifier{orgID: b.OrganizationID, bridgeType: b.Type, status: b.Status, sealed: b.Credentials}
-	if sec, err := s.bridgeTasks.WebhookSecret(b); err != nil {
+	if sec, err := s.BridgeTasks.WebhookSecret(b); err != nil {
 		// Not the sender's fault, but no proof can be checked.
 		s.log.WarnContext(r.Context(), "cannot open bridge credentials for an inbound webhook", append(logAttrs(r), "bridge_id", id.String(), "error", err.Error())...)
 	} else if sec != "" {
@@ -261,7 +261,7 @@ func (s *Server) receiveWebhook(w http.ResponseWriter, r *http.Request) error {
 		Payload:   trimmed,
 		Headers:   webhookHeaders(r),
 	}
-	eventID, _, err := s.bridgeTasks.RecordWebhookEvent(r.Context(), ev)
+	eventID, _, err := s.BridgeTasks.RecordWebhookEvent(r.Context(), ev)
 	if errors.Is(err, domain.ErrNotFound) {
 		// Paused, disconnected or deleted since it was cached.
 		s.webhookVerifiers().drop(id)
