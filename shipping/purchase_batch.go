@@ -2,11 +2,11 @@ package shipping
 
 import (
 	"context"
-	"sync"
 
 	"github.com/google/uuid"
 
 	"github.com/fos-dev/fos/carriers"
+	"github.com/fos-dev/fos/internal/oncemap"
 	"github.com/fos-dev/fos/store"
 )
 
@@ -18,24 +18,19 @@ import (
 // batch lasts seconds). The zero value is ready; it is safe for concurrent
 // use.
 type PurchaseBatch struct {
-	mu       sync.Mutex
-	accounts map[uuid.UUID]*batchAccount
-	origins  map[uuid.UUID]*batchOrigin // by bridge (uuid.Nil: none)
+	// accounts and origins (by bridge, uuid.Nil: none) are read once per
+	// batch; a failed read is not kept.
+	accounts oncemap.Map[uuid.UUID, batchAccount]
+	origins  oncemap.Map[uuid.UUID, Address]
 }
 
+// batchAccount is an account the batch read, with its adapter opened (or
+// why it could not be).
 type batchAccount struct {
-	once    sync.Once
 	acct    store.CarrierAccount
-	err     error
 	adapter carriers.Carrier
 	creds   carriers.Account
 	openErr error
-}
-
-type batchOrigin struct {
-	once sync.Once
-	addr Address
-	err  error
 }
 
 // account is the carrier account of the organization named by a field, as
@@ -44,10 +39,9 @@ func (b *PurchaseBatch) account(ctx context.Context, s *Service, orgID, id uuid.
 	if b == nil {
 		return s.activeAccount(ctx, orgID, id, field)
 	}
-	e := b.accountEntry(ctx, s, orgID, id)
-	if e.err != nil {
-		b.forget(id)
-		return e.acct, e.err
+	e, err := b.accountEntry(ctx, s, orgID, id)
+	if err != nil {
+		return e.acct, err
 	}
 	if e.acct.Status != store.CarrierAccountActive {
 		return e.acct, accountNotActive(e.acct)
@@ -55,30 +49,16 @@ func (b *PurchaseBatch) account(ctx context.Context, s *Service, orgID, id uuid.
 	return e.acct, nil
 }
 
-func (b *PurchaseBatch) accountEntry(ctx context.Context, s *Service, orgID, id uuid.UUID) *batchAccount {
-	b.mu.Lock()
-	if b.accounts == nil {
-		b.accounts = map[uuid.UUID]*batchAccount{}
-	}
-	e := b.accounts[id]
-	if e == nil {
-		e = &batchAccount{}
-		b.accounts[id] = e
-	}
-	b.mu.Unlock()
-	e.once.Do(func() {
-		e.acct, e.err = s.activeAccountRow(ctx, orgID, id, "carrier_account_id")
-		if e.err == nil {
-			e.adapter, e.creds, e.openErr = s.adapterOf(e.acct, true)
+func (b *PurchaseBatch) accountEntry(ctx context.Context, s *Service, orgID, id uuid.UUID) (batchAccount, error) {
+	return b.accounts.Get(id, func() (batchAccount, error) {
+		e := batchAccount{}
+		var err error
+		if e.acct, err = s.activeAccountRow(ctx, orgID, id, "carrier_account_id"); err != nil {
+			return e, err
 		}
+		e.adapter, e.creds, e.openErr = s.adapterOf(e.acct, true)
+		return e, nil
 	})
-	return e
-}
-
-func (b *PurchaseBatch) forget(id uuid.UUID) {
-	b.mu.Lock()
-	delete(b.accounts, id)
-	b.mu.Unlock()
 }
 
 // adapter is accountAdapter (active) of an account the batch read.
@@ -86,9 +66,8 @@ func (b *PurchaseBatch) adapter(ctx context.Context, s *Service, orgID, id uuid.
 	if b == nil {
 		return s.accountAdapter(ctx, orgID, id, true)
 	}
-	e := b.accountEntry(ctx, s, orgID, id)
-	if e.err != nil {
-		b.forget(id)
+	e, err := b.accountEntry(ctx, s, orgID, id)
+	if err != nil {
 		return s.accountAdapter(ctx, orgID, id, true)
 	}
 	if e.openErr != nil {
@@ -107,21 +86,5 @@ func (b *PurchaseBatch) origin(ctx context.Context, s *Service, orgID uuid.UUID,
 	if bridgeID != nil {
 		key = *bridgeID
 	}
-	b.mu.Lock()
-	if b.origins == nil {
-		b.origins = map[uuid.UUID]*batchOrigin{}
-	}
-	e := b.origins[key]
-	if e == nil {
-		e = &batchOrigin{}
-		b.origins[key] = e
-	}
-	b.mu.Unlock()
-	e.once.Do(func() { e.addr, e.err = s.defaultShipFrom(ctx, orgID, bridgeID) })
-	if e.err != nil {
-		b.mu.Lock()
-		delete(b.origins, key)
-		b.mu.Unlock()
-	}
-	return e.addr, e.err
+	return b.origins.Get(key, func() (Address, error) { return s.defaultShipFrom(ctx, orgID, bridgeID) })
 }
