@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fos-dev/fos/internal/arrival"
 )
 
 // MaxBodyBytes bounds every request body (CONTRACT 4: 10 MiB).
@@ -103,7 +105,9 @@ func (s *Server) requestContext(next http.Handler) http.Handler {
 		info := &reqInfo{id: id}
 		w.Header().Set("X-Request-Id", id)
 		rec := &statusRecorder{ResponseWriter: w}
-		r = r.WithContext(context.WithValue(r.Context(), reqInfoKey, info))
+		// The arrival is what the caches kept fresh by notifications
+		// (API keys, order rules) must have heard up to.
+		r = r.WithContext(arrival.With(context.WithValue(r.Context(), reqInfoKey, info), start))
 		if r.Body != nil {
 			r.Body = http.MaxBytesReader(rec, r.Body, MaxBodyBytes)
 		}

@@ -33,8 +33,10 @@ func (s *Service) Create(ctx context.Context, actor domain.Actor, in NewOrder) (
 	// question whether any split rule or dispatcher applies (one round
 	// trip; most orders meet none, and the hooks then cost nothing more).
 	// The standing orders' question (does any listen to the event?) goes
-	// with it too, so an order nothing listens to is one statement.
-	created, probe, err := store.CreateOrderProbeEvents(ctx, s.store.Pool, in, rules.TriggerOrderCreated, rules.EventOrderCreated)
+	// with it too, so an order nothing listens to is one statement. Once
+	// the organization's answers are known they are kept (until a rule of
+	// it changes), and the statement is the plain insert.
+	created, probe, err := store.CreateOrderProbed(ctx, s.store.Pool, in, rules.TriggerOrderCreated, rules.EventOrderCreated)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return Order{}, domain.InvalidField("bridge_id", "must be a bridge of this organization")
