@@ -37,10 +37,11 @@ type Listener struct {
 	mu      sync.Mutex
 	started bool
 	subs    []*Subscription
-	live    bool      // connected
-	lastOK  time.Time // when the newest round trip that succeeded began
-	rounds  uint64    // round trips run (tests)
-	next    *listenRound
+	live    bool         // connected
+	lastOK  time.Time    // when the newest round trip that succeeded began
+	rounds  uint64       // round trips run (tests)
+	next    *listenRound // the round trip the next waiter waits for (not yet begun)
+	running *listenRound // the round trip on the wire
 	wake    chan struct{}
 	pending bool // a subscription waits for its LISTEN
 }
@@ -76,8 +77,9 @@ func (s *Subscription) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 
 // listenRound is one shared round trip of the listener connection.
 type listenRound struct {
-	done chan struct{}
-	ok   bool
+	began time.Time // when it was sent (set once, under the Listener's mu)
+	done  chan struct{}
+	ok    bool
 }
 
 const (
@@ -127,8 +129,9 @@ func (l *Listener) poke() {
 // Fresh waits until every change committed before the request arrived
 // (internal/arrival; else before Fresh was called) has been told to the
 // subscribers: it returns at once when a round trip that began since has
-// been answered, else it waits for the next one. false: the connection
-// failed (a subscriber is then no longer live).
+// been answered, else it waits for one that began since (the one on the
+// wire, or the next). false: the connection failed (a subscriber is then
+// no longer live).
 func (l *Listener) Fresh(ctx context.Context) (bool, error) {
 	since, ok := arrival.Of(ctx)
 	if !ok {
@@ -143,13 +146,17 @@ func (l *Listener) Fresh(ctx context.Context) (bool, error) {
 		l.mu.Unlock()
 		return true, nil
 	}
-	round := l.next
-	if round == nil {
-		round = &listenRound{done: make(chan struct{})}
-		l.next = round
+	// The round trip on the wire serves when it was sent after the
+	// request arrived; else the next one, which begins after this call.
+	round := l.running
+	if round == nil || !round.began.After(since) {
+		if round = l.next; round == nil {
+			round = &listenRound{done: make(chan struct{})}
+			l.next = round
+		}
+		l.poke()
 	}
 	l.mu.Unlock()
-	l.poke()
 	select {
 	case <-round.done:
 		return round.ok, nil
@@ -280,8 +287,12 @@ func (l *Listener) serve(conn *pgx.Conn) {
 		l.mu.Lock()
 		round := l.next
 		l.next = nil
+		if round == nil { // nobody waits: an idle drain
+			round = &listenRound{done: make(chan struct{})}
+		}
+		round.began = time.Now()
+		l.running = round
 		l.mu.Unlock()
-		began := time.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
 		// An empty query: the answer comes after every notification committed
 		// before it was sent (OnNotification runs while it is read).
@@ -289,14 +300,13 @@ func (l *Listener) serve(conn *pgx.Conn) {
 		cancel()
 		l.mu.Lock()
 		l.rounds++
+		l.running = nil
 		if err == nil {
-			l.lastOK = began
+			l.lastOK = round.began
 		}
+		round.ok = err == nil
+		close(round.done)
 		l.mu.Unlock()
-		if round != nil {
-			round.ok = err == nil
-			close(round.done)
-		}
 		if err != nil {
 			return
 		}
