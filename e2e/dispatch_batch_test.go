@@ -454,7 +454,7 @@ func logSlowPurchases(t testing.TB, c client.Client, when string, runs []purchas
 		return
 	}
 	sorted := slices.SortedFunc(slices.Values(runs), func(a, b purchaseRun) int { return cmp.Compare(b.took, a.took) })
-	for _, r := range append(sorted[:min(len(sorted), n)], sorted[len(sorted)/2]) {
+	for _, r := range append(slices.Clip(sorted[:min(len(sorted), n)]), sorted[len(sorted)/2]) {
 		t.Logf("purchase %s %s: %s", when, r.took.Round(100*time.Microsecond), purchaseStages(t, c, r))
 	}
 }
