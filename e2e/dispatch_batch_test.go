@@ -1,22 +1,30 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
 
 	"github.com/fos-dev/fos/activities"
+	"github.com/fos-dev/fos/internal/proccpu"
 	"github.com/fos-dev/fos/rules"
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/worker"
+	"github.com/fos-dev/fos/workflows"
 )
 
 // pendingBacklog inserts n orders of the shop and their pending
@@ -64,17 +72,23 @@ func assignmentCounts(t testing.TB, st *store.Store, hub string) map[string]int 
 }
 
 // waitDrained waits until none of the hub's assignments is pending or
-// processing.
+// processing, and counts them by status. It polls with a probe that stops
+// at the first waiting row, not with assignmentCounts: counting every row
+// of the backlog ten times a second is load on the PostgreSQL the drain
+// and the purchases share (during a 30,000-assignment drain the count was
+// running in a tenth of pg_stat_activity's samples).
 func waitDrained(t testing.TB, st *store.Store, hub string, timeout time.Duration) map[string]int {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		c := assignmentCounts(t, st, hub)
-		if c["pending"] == 0 && c["processing"] == 0 {
-			return c
+		var waiting bool
+		require.NoError(t, st.Pool.QueryRow(context.Background(), `SELECT EXISTS (SELECT 1 FROM dispatch_assignments
+ WHERE destination_bridge_id = $1 AND status IN ('pending', 'processing'))`, hub).Scan(&waiting))
+		if !waiting {
+			return assignmentCounts(t, st, hub)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the hub's assignments are not drained after %s: %v", timeout, c)
+			t.Fatalf("the hub's assignments are not drained after %s: %v", timeout, assignmentCounts(t, st, hub))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -158,6 +172,17 @@ func benchDispatchN() int {
 	return 5000
 }
 
+// benchIdlePurchases is how many purchases BenchmarkDispatchDrain times
+// before the drain (FOS_BENCH_IDLE_PURCHASES): enough that their p99 is a
+// percentile, not their slowest (with 100 it was the slowest of all,
+// against the p99 of some 1,800 during a 100,000-assignment drain).
+func benchIdlePurchases() int {
+	if n, err := strconv.Atoi(os.Getenv("FOS_BENCH_IDLE_PURCHASES")); err == nil && n > 0 {
+		return n
+	}
+	return 400
+}
+
 // benchDispatchYield sets the process's priority gate from
 // FOS_DISPATCH_YIELD_RATE and FOS_DISPATCH_IMPORT_YIELD_RATE when set, as
 // fos worker does (to measure other rates), and restores it after b.
@@ -184,7 +209,9 @@ func benchDispatchYield(b *testing.B) {
 // rate and the purchases' p99 while idle and during the drain (the same
 // run), and logs their p50 and p90. The drainer yields to the purchases
 // at the process's rate (activities.PriorityGate; FOS_DISPATCH_YIELD_RATE
-// sets another, 0 none).
+// sets another, 0 none). It logs the stages of the slowest purchases
+// (their runs' history) and the CPU per purchase and per drained
+// assignment.
 //
 //	FOS_BENCH_DISPATCH_N=100000 go test ./e2e -run '^$' -bench DispatchDrain -benchtime 1x
 func BenchmarkDispatchDrain(b *testing.B) {
@@ -198,23 +225,41 @@ func BenchmarkDispatchDrain(b *testing.B) {
 	for range 5 { // warm up
 		p.mustCall(201, p.key, "POST", "/api/v1/shipments", p.shipmentBody())
 	}
+	var slowMu sync.Mutex
+	var runs []purchaseRun
 	purchase := func() time.Duration {
 		began := time.Now()
 		code, out := p.call(p.key, "", "POST", "/api/v1/shipments", p.shipmentBody())
 		if code != 201 {
 			b.Fatalf("POST /shipments answered %d: %v", code, out)
 		}
-		return time.Since(began)
+		took := time.Since(began)
+		id, _ := data(out)["id"].(string)
+		slowMu.Lock()
+		runs = append(runs, purchaseRun{id: id, began: began, took: took})
+		slowMu.Unlock()
+		return took
 	}
 	var idle []time.Duration
-	for range 100 {
+	idleCPU := markCPU(b, base.store)
+	for range benchIdlePurchases() {
 		idle = append(idle, purchase())
 	}
+	perPurchase := idleCPU.since(b, base.store).per(len(idle))
+	logSlowPurchases(b, p.temporal, "idle", runs, 1)
+	runs = nil
 	for b.Loop() {
 		b.StopTimer()
 		pendingBacklog(b, base.store, shop, hub, disp, n)
+		// The backlog's own writes (hundreds of MB of WAL and dirty pages at
+		// 100,000) are flushed before the drain, not by checkpoints during
+		// it, where their I/O would be charged to the drain. (Needs a
+		// superuser or pg_checkpoint; without, the drain starts anyway.)
+		if _, err := base.store.Pool.Exec(context.Background(), `CHECKPOINT`); err != nil {
+			b.Logf("no checkpoint before the drain: %v", err)
+		}
 		b.StartTimer()
-		began := time.Now()
+		began, drainCPU := time.Now(), markCPU(b, base.store)
 		base.mustCall(200, key, "POST", "/api/v1/dispatchers/assignments/process", map[string]any{"bridgeId": hub})
 		var busy []time.Duration
 		var mu sync.Mutex
@@ -233,6 +278,7 @@ func BenchmarkDispatchDrain(b *testing.B) {
 		took := time.Since(began)
 		stop.Store(true)
 		<-done
+		used := drainCPU.since(b, base.store)
 		if counts["completed"] != n {
 			b.Fatalf("drained %v, want %d completed", counts, n)
 		}
@@ -247,6 +293,18 @@ func BenchmarkDispatchDrain(b *testing.B) {
 			busyP99.Round(100*time.Microsecond), len(busy),
 			percentile(idle, 0.5).Round(100*time.Microsecond), percentile(idle, 0.9).Round(100*time.Microsecond),
 			percentile(busy, 0.5).Round(100*time.Microsecond), percentile(busy, 0.9).Round(100*time.Microsecond))
+		// The drain's own CPU: the run's, less its purchases' at their idle
+		// cost.
+		drain := used.minus(perPurchase.times(len(busy))).per(n)
+		b.Logf("CPU per idle purchase: this process %s, its PostgreSQL backends %s; per drained assignment (purchases less): %s, %s; "+
+			"the drain's whole run: %s, %s (load %s)", perPurchase.self, perPurchase.pg, drain.self, drain.pg, used.self.Round(time.Millisecond),
+			used.pg.Round(time.Millisecond), loadAverage())
+		b.ReportMetric(float64(drain.self+drain.pg)/1e3, "cpu-µs/assignment")
+		// (A benchmark's log keeps its first 10 lines.)
+		slowMu.Lock()
+		logSlowPurchases(b, p.temporal, "during the drain", runs, 4)
+		runs = nil
+		slowMu.Unlock()
 		_, err := base.store.Pool.Exec(context.Background(), `DELETE FROM dispatch_assignments WHERE destination_bridge_id = $1`, hub)
 		require.NoError(b, err)
 		b.StartTimer()
@@ -314,4 +372,107 @@ func TestDispatchDrainYieldsToPurchase(t *testing.T) {
 	t.Logf("after the purchase: the rest drained in %s", took.Round(time.Millisecond))
 	require.Less(t, took, time.Duration(float64(n-during)/150*float64(time.Second)),
 		"after the purchase the drainer is back to full speed (over 3x the yield rate)")
+}
+
+// cpuUse is CPU time used by this process (the service, its embedded
+// Temporal server, the sandboxes and the benchmark's clients) and by the
+// PostgreSQL backends serving the test database.
+type cpuUse struct{ self, pg time.Duration }
+
+func (c cpuUse) minus(d cpuUse) cpuUse {
+	return cpuUse{self: max(c.self-d.self, 0), pg: max(c.pg-d.pg, 0)}
+}
+
+func (c cpuUse) times(n int) cpuUse {
+	return cpuUse{self: c.self * time.Duration(n), pg: c.pg * time.Duration(n)}
+}
+
+func (c cpuUse) per(n int) cpuUse {
+	if n <= 0 {
+		return cpuUse{}
+	}
+	return cpuUse{self: c.self / time.Duration(n), pg: c.pg / time.Duration(n)}
+}
+
+// cpuMark is a reading of cpuUse's counters: this process's, and each
+// backend's of the test database by process id.
+type cpuMark struct {
+	self time.Duration
+	pg   map[int]time.Duration
+}
+
+// markCPU reads the counters (from /proc: PostgreSQL runs on this machine).
+func markCPU(t testing.TB, st *store.Store) cpuMark {
+	t.Helper()
+	self, err := proccpu.Of("self")
+	require.NoError(t, err)
+	rows, err := st.Pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	require.NoError(t, err)
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	require.NoError(t, err)
+	m := cpuMark{self: self, pg: map[int]time.Duration{}}
+	for _, pid := range pids {
+		if d, err := proccpu.Of(strconv.Itoa(int(pid))); err == nil {
+			m.pg[int(pid)] = d
+		}
+	}
+	return m
+}
+
+// since is the CPU used from m to now (a backend that ended meanwhile is
+// not counted; the pool keeps its connections).
+func (m cpuMark) since(t testing.TB, st *store.Store) cpuUse {
+	now := markCPU(t, st)
+	use := cpuUse{self: now.self - m.self}
+	for pid, d := range now.pg {
+		use.pg += d - m.pg[pid]
+	}
+	return use
+}
+
+// loadAverage is the machine's one-minute load average ("?" unknown).
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(raw)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
+// purchaseRun is one POST /shipments of a benchmark.
+type purchaseRun struct {
+	id    string // the shipment's
+	began time.Time
+	took  time.Duration
+}
+
+// logSlowPurchases logs the stages of the n slowest runs and of a median
+// one.
+func logSlowPurchases(t testing.TB, c client.Client, when string, runs []purchaseRun, n int) {
+	t.Helper()
+	if len(runs) == 0 {
+		return
+	}
+	sorted := slices.SortedFunc(slices.Values(runs), func(a, b purchaseRun) int { return cmp.Compare(b.took, a.took) })
+	for _, r := range append(slices.Clip(sorted[:min(len(sorted), n)]), sorted[len(sorted)/2]) {
+		t.Logf("purchase %s %s: %s", when, r.took.Round(100*time.Microsecond), purchaseStages(t, c, r))
+	}
+}
+
+// purchaseStages is where a purchase's time went: each event of its
+// ShipmentLabel run's history, at its offset from the request's start.
+func purchaseStages(t testing.TB, c client.Client, r purchaseRun) string {
+	t.Helper()
+	ctx := context.Background()
+	it := c.GetWorkflowHistory(ctx, workflows.ShipmentLabelWorkflowID(r.id), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var sb strings.Builder
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return sb.String() + " (" + err.Error() + ")"
+		}
+		name := strings.TrimPrefix(ev.GetEventType().String(), "EVENT_TYPE_")
+		fmt.Fprintf(&sb, " %s+%d", strings.ToLower(name), ev.GetEventTime().AsTime().Sub(r.began).Milliseconds())
+	}
+	return strings.TrimSpace(sb.String())
 }
