@@ -1,6 +1,10 @@
 package store
 
-import "github.com/google/uuid"
+import (
+	"context"
+
+	"github.com/google/uuid"
+)
 
 // OrderPageSQL exposes ListOrders' page statement to the tests (EXPLAIN).
 func OrderPageSQL(db DBTX, orgID uuid.UUID, p OrderListParams) (string, []any) {
@@ -19,3 +23,6 @@ const InsertOrderSQL = insertOrderSQL
 func InsertOrderArgs(o *Order) []any { return insertOrderArgs(o) }
 
 var EmbedDefaultAppliesSQL = embedDefaultAppliesSQL
+
+// AnalyzeSQL exposes the ANALYZE NoteBulkWrite runs on a table.
+func (s *Store) AnalyzeSQL(ctx context.Context, table string) string { return s.analyzeSQL(ctx, table) }
