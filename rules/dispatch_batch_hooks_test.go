@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/store"
@@ -106,4 +107,73 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	require.ElementsMatch(t, want[hub], g[hub])
 	require.ElementsMatch(t, want[hub2], g[hub2])
 	require.Equal(t, wantBy, by())
+}
+
+// In a batch, an order a split rule applies to runs alone (its children
+// are dispatched, not it), the others together; a dispatcher whose
+// conditions read a JSON field (the orders read with only it) matches as
+// on the whole order.
+func TestOrdersCreatedSplitsAloneInBatch(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "s" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "S"})
+	require.NoError(t, err)
+	org, err := store.CreateOrganization(ctx, s, "Split batch "+u.Email, u.ID)
+	require.NoError(t, err)
+	bridge := func(typ string) uuid.UUID {
+		id := uuid.New()
+		_, err := s.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, $3, $4)`, id, org.ID, typ, typ+"-"+id.String()[:6])
+		require.NoError(t, err)
+		return id
+	}
+	shop, splitShop, hub := bridge("storefront_a"), bridge("storefront_a"), bridge("shipping_hub_a")
+	_, err = store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: "Over 1",
+		SourceBridgeIDs: []uuid.UUID{shop, splitShop}, DestinationBridgeID: hub, DestinationConfig: json.RawMessage(`{}`),
+		Conditions: json.RawMessage(`[{"field": "totals.total", "operator": "greater_than", "value": 0.5}]`),
+		MatchMode:  "all", TriggerOn: []string{TriggerOrderCreated}, IsActive: true})
+	require.NoError(t, err)
+	gf := "vendor"
+	_, err = store.CreateSplitRule(ctx, s, store.SplitRule{ID: uuid.New(), OrganizationID: org.ID, Name: "By vendor", Method: MethodFieldGroup,
+		GroupField: &gf, BridgeID: &splitShop, IsActive: true})
+	require.NoError(t, err)
+	order := func(b uuid.UUID, items string, total float64) uuid.UUID {
+		o, err := store.CreateOrder(ctx, s.Pool, store.Order{
+			ID: uuid.New(), OrganizationID: org.ID, BridgeID: &b, ExternalID: uuid.NewString(), Status: "pending",
+			PaymentStatus: "pending", FulfillmentStatus: "unfulfilled",
+			Customer: json.RawMessage(`{"email":"a@example.com"}`), CustomerEmail: "a@example.com", LineItems: json.RawMessage(items),
+			Totals: json.RawMessage(fmt.Sprintf(`{"subtotal":%[1]v,"shipping":0,"tax":0,"discount":0,"total":%[1]v}`, total)), Total: total, Currency: "USD",
+		})
+		require.NoError(t, err)
+		return o.ID
+	}
+	two := `[{"sku":"A","vendor":"n","totalPrice":1},{"sku":"B","vendor":"s","totalPrice":2}]`
+	one := `[{"sku":"A","vendor":"n","totalPrice":3}]`
+	free := `[{"sku":"F","vendor":"n","totalPrice":0}]`
+	plain, parent, whole := order(shop, two, 3), order(splitShop, two, 3), order(splitShop, one, 3)
+	below, belowSplit := order(shop, free, 0), order(splitShop, free, 0)
+	batch := []uuid.UUID{plain, below, parent, whole, belowSplit}
+
+	h := &Hooks{Store: s}
+	require.NoError(t, h.OrdersCreated(ctx, org.ID, batch))
+	p, err := store.OrderByID(ctx, s.Pool, org.ID, parent)
+	require.NoError(t, err)
+	require.True(t, IsSplitParent(p.Metadata))
+	var md struct {
+		SplitInto []uuid.UUID `json:"splitInto"`
+	}
+	require.NoError(t, json.Unmarshal(p.Metadata, &md))
+	require.Len(t, md.SplitInto, 2)
+	assigned := func() []uuid.UUID {
+		rows, err := s.Pool.Query(ctx, `SELECT order_id FROM dispatch_assignments WHERE organization_id = $1`, org.ID)
+		require.NoError(t, err)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		require.NoError(t, err)
+		return ids
+	}
+	want := append([]uuid.UUID{plain, whole}, md.SplitInto...)
+	require.ElementsMatch(t, want, assigned(), "the children, not the split parent; none with a total of 0")
+
+	// A retried page: nothing more, nothing split again.
+	require.NoError(t, h.OrdersCreated(ctx, org.ID, batch))
+	require.ElementsMatch(t, want, assigned())
 }
