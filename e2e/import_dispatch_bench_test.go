@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/fos-dev/fos/workflows"
 )
 
 // benchImportN is how many orders BenchmarkImportDispatch imports
@@ -106,6 +109,11 @@ func BenchmarkImportDispatch(b *testing.B) {
 		}
 		if created := done["output"].(map[string]any)["created"]; created != float64(n) {
 			b.Fatalf("imported %v orders, want %d: %v", created, n, done["output"])
+		}
+		if acts, running, queued, between, err := pageTimings(context.Background(), s.temporal, workflows.BridgeTaskWorkflowID(id)); err == nil && acts > 0 {
+			b.Logf("import %s: %d activities: in the activity %s (%s each), in the task queue %s, between them %s",
+				took.Round(time.Millisecond), acts, running.Round(time.Millisecond), (running / time.Duration(acts)).Round(time.Microsecond),
+				queued.Round(time.Millisecond), between.Round(time.Millisecond))
 		}
 		return done, took
 	}

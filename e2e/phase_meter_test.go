@@ -16,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
 	"github.com/fos-dev/fos/store"
 )
 
@@ -214,4 +217,47 @@ func machineBusy() time.Duration {
 		busy += v
 	}
 	return time.Duration(busy) * time.Second / 100 // USER_HZ
+}
+
+// pageTimings sums, over every run of a bridge task's workflow (it
+// continues as new), where its activities' time went: in the activity
+// (started to completed), waiting in the task queue (scheduled to
+// started), and between one activity's end and the next one's schedule
+// (the workflow task in between).
+func pageTimings(ctx context.Context, c client.Client, workflowID string) (activities int, running, queued, between time.Duration, err error) {
+	runID := ""
+	for {
+		var prev string
+		scheduled, started := map[int64]time.Time{}, map[int64]time.Time{}
+		var lastEnd time.Time
+		it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return 0, 0, 0, 0, err
+			}
+			at := ev.GetEventTime().AsTime()
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+				prev = ev.GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+				scheduled[ev.GetEventId()] = at
+				if !lastEnd.IsZero() {
+					between += at.Sub(lastEnd)
+				}
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+				id := ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()
+				started[id] = at
+				queued += at.Sub(scheduled[id])
+			case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
+				running += at.Sub(started[ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()])
+				lastEnd = at
+				activities++
+			}
+		}
+		if prev == "" {
+			return activities, running, queued, between, nil
+		}
+		runID = prev
+	}
 }
