@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,9 +63,6 @@ type BridgeTaskActivities struct {
 	// Priority is where a sync's pages mark themselves in flight, so the
 	// dispatch drainers yield to an import (nil: ProcessPriority).
 	Priority *PriorityGate
-	// FetchAhead has a grab-orders page fetch the next page while its
-	// order hooks run (pagesAhead); off, each page fetches its own.
-	FetchAhead bool
 }
 
 // ---- start and finish ----
@@ -309,11 +305,9 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 	advance := &store.SyncPageAdvance{OrganizationID: orgID, BridgeID: b.ID, Task: in.TaskName, RunSince: in.Since, PageKey: pageKey}
 	switch in.TaskName {
 	case platforms.TaskGrabOrders:
-		orders, next, ok := pagesAhead.take(ctx, aheadKey(execID, in.Since, in.Cursor))
-		if !ok {
-			if orders, next, err = conn.ListOrders(ctx, bridge, in.Since, in.Cursor); err != nil {
-				return SyncPageResult{}, a.pageError(ctx, b, in, err)
-			}
+		orders, next, err := conn.ListOrders(ctx, bridge, in.Since, in.Cursor)
+		if err != nil {
+			return SyncPageResult{}, a.pageError(ctx, b, in, err)
 		}
 		heartbeat(ctx, in.Cursor)
 		advance.Next = next
@@ -355,14 +349,6 @@ func (a *BridgeTaskActivities) SyncPage(ctx context.Context, in SyncPageInput) (
 		})
 		if err != nil {
 			return SyncPageResult{}, storeError(err, b)
-		}
-		if a.FetchAhead && next != "" {
-			// The next page is fetched while this one's hooks run: they are
-			// then off the import's path of one page after another.
-			since := in.Since
-			pagesAhead.fetch(ctx, aheadKey(execID, since, next), func(ctx context.Context) ([]platforms.Order, string, error) {
-				return conn.ListOrders(ctx, bridge, since, next)
-			})
 		}
 		counts := batchCounts(res, tfCounts)
 		if len(res.Problems) > 0 {
@@ -742,91 +728,4 @@ func (a *BridgeTaskActivities) log() *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return a.Logger
-}
-
-// Fetching ahead (BridgeTaskActivities.FetchAhead). A grab-orders page,
-// once stored, starts fetching the next page in the background (its
-// cursor is known) while its after_sync transformations and order hooks
-// run; the next page's activity takes that page (once; waiting for it
-// when still in flight) instead of fetching it, provided it runs in the
-// same process and within pageAheadTTL, else it fetches as always. Only
-// the platform call moves: the next activity still opens the bridge
-// first (a paused or deleted bridge stores nothing), stores the page and
-// advances the cursor in its own transaction, and a failed fetch ahead is
-// dropped (the next activity fetches, and classifies its error). Nothing
-// is kept but in memory, so a crash loses only the fetch.
-
-// pageAheadTTL bounds a fetch ahead and how long its page is kept.
-const pageAheadTTL = time.Minute
-
-// maxPagesAhead bounds the pages kept (one per import in flight).
-const maxPagesAhead = 64
-
-type pageAhead struct {
-	done   chan struct{}
-	orders []platforms.Order
-	next   string
-	err    error
-}
-
-type pagesAheadMap struct {
-	mu sync.Mutex
-	m  map[string]*pageAhead
-}
-
-var pagesAhead = &pagesAheadMap{m: map[string]*pageAhead{}}
-
-// aheadKey names the page at cursor of a task execution's sync from since.
-func aheadKey(execID uuid.UUID, since time.Time, cursor string) string {
-	return execID.String() + "/" + since.UTC().Format(time.RFC3339Nano) + "/" + cursor
-}
-
-// fetch starts fetching the page key in the background (nothing when one
-// is kept or in flight for key, or too many are).
-func (p *pagesAheadMap) fetch(ctx context.Context, key string, list func(context.Context) ([]platforms.Order, string, error)) {
-	pa := &pageAhead{done: make(chan struct{})}
-	p.mu.Lock()
-	if _, ok := p.m[key]; ok || len(p.m) >= maxPagesAhead {
-		p.mu.Unlock()
-		return
-	}
-	p.m[key] = pa
-	p.mu.Unlock()
-	// The activity's values (tracing), not its end: it returns first.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), pageAheadTTL)
-	go func() {
-		defer cancel()
-		pa.orders, pa.next, pa.err = list(ctx)
-		close(pa.done)
-		time.AfterFunc(pageAheadTTL, func() { p.drop(key, pa) })
-	}()
-}
-
-// take returns the page fetched ahead for key and forgets it; false when
-// there is none, it failed, or ctx ended first.
-func (p *pagesAheadMap) take(ctx context.Context, key string) ([]platforms.Order, string, bool) {
-	p.mu.Lock()
-	pa := p.m[key]
-	delete(p.m, key)
-	p.mu.Unlock()
-	if pa == nil {
-		return nil, "", false
-	}
-	select {
-	case <-pa.done:
-	case <-ctx.Done():
-		return nil, "", false
-	}
-	if pa.err != nil {
-		return nil, "", false
-	}
-	return pa.orders, pa.next, true
-}
-
-func (p *pagesAheadMap) drop(key string, pa *pageAhead) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m[key] == pa {
-		delete(p.m, key)
-	}
 }

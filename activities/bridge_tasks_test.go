@@ -39,7 +39,6 @@ type fakePlatform struct {
 	fulfilled   map[string]bool // order ext + tracking
 	pushes      []platforms.Fulfillment
 	pushRefused map[string]bool // order ext refused for good
-	failOnce    map[string]error // ListOrders of that cursor fails, once
 }
 
 func (f *fakePlatform) FetchOrder(_ context.Context, _ platforms.Bridge, id string) (*platforms.Order, error) {
@@ -60,10 +59,6 @@ func (f *fakePlatform) ListOrders(_ context.Context, _ platforms.Bridge, since t
 	defer f.mu.Unlock()
 	if f.err != nil {
 		return nil, "", f.err
-	}
-	if err := f.failOnce[cursor]; err != nil {
-		delete(f.failOnce, cursor)
-		return nil, "", err
 	}
 	var match []platforms.Order
 	for _, o := range f.orders {
@@ -258,28 +253,6 @@ func TestGrabOrdersPagesCursorAndHooks(t *testing.T) {
 	require.NoError(t, st.Pool.QueryRow(ctx, `SELECT count(*) FROM order_activities a JOIN orders o ON o.id = a.order_id
 		WHERE o.bridge_id = $1 AND a.type = 'sync'`, f.bridgeID).Scan(&n))
 	require.Equal(t, 7, n)
-}
-
-// With FetchAhead a stored page fetches the next one while its hooks run,
-// and the next page's activity takes it: one platform call a page, the
-// same orders, counts and hooks. A fetch ahead that failed is dropped: the
-// page fetches itself.
-func TestGrabOrdersFetchesAhead(t *testing.T) {
-	f, fake, _ := fiveOrderFixture(t)
-	f.acts.FetchAhead = true
-	require.Equal(t, SyncCounts{Fetched: 5, Created: 5}, f.grab(platforms.TaskGrabOrders))
-	require.EqualValues(t, 3, fake.calls.Load(), "each page fetched once")
-	require.Len(t, *f.hooked, 5)
-	var n int
-	require.NoError(t, f.st.Pool.QueryRow(context.Background(), `SELECT count(*) FROM orders WHERE bridge_id = $1`, f.bridgeID).Scan(&n))
-	require.Equal(t, 5, n)
-
-	f, fake, _ = fiveOrderFixture(t)
-	f.acts.FetchAhead = true
-	fake.failOnce = map[string]error{"2": &platforms.Error{StatusCode: 503, Code: platforms.CodePlatformUnavailable, Retryable: true}}
-	require.Equal(t, SyncCounts{Fetched: 5, Created: 5}, f.grab(platforms.TaskGrabOrders))
-	require.EqualValues(t, 4, fake.calls.Load(), "the failed fetch ahead, then the page's own")
-	require.Len(t, *f.hooked, 5)
 }
 
 func TestGrabOrdersResumesAfterACrashAndReplaysAStoredPage(t *testing.T) {

@@ -33,7 +33,5 @@ func registerBridgeTasks(r sdkworker.Registry, deps Deps) {
 		Events:     agentEvents(deps),
 		Transforms: tf,
 		Logger:     deps.Logger.With("component", "activities"),
-		// A page's order hooks run while the next page is fetched.
-		FetchAhead: true,
 	})
 }
