@@ -13,6 +13,23 @@ import (
 	"github.com/fos-dev/fos/store/storetest"
 )
 
+// batchTestOrg makes an organization and returns it with a maker of its
+// bridges (of a type).
+func batchTestOrg(t *testing.T, s *store.Store) (store.Organization, func(typ string) uuid.UUID) {
+	t.Helper()
+	ctx := t.Context()
+	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "d" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "D"})
+	require.NoError(t, err)
+	org, err := store.CreateOrganization(ctx, s, "Batch "+u.Email, u.ID)
+	require.NoError(t, err)
+	return org, func(typ string) uuid.UUID {
+		id := uuid.New()
+		_, err := s.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, $3, $4)`, id, org.ID, typ, typ+"-"+id.String()[:6])
+		require.NoError(t, err)
+		return id
+	}
+}
+
 // OrdersCreated (a sync page's orders at once) assigns what OrderCreated
 // assigns order by order: each order_created dispatcher's matches, none
 // for a manual dispatcher or another bridge's orders, nothing twice when
@@ -20,16 +37,7 @@ import (
 func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "d" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "D"})
-	require.NoError(t, err)
-	org, err := store.CreateOrganization(ctx, s, "Batch "+u.Email, u.ID)
-	require.NoError(t, err)
-	bridge := func(typ string) uuid.UUID {
-		id := uuid.New()
-		_, err := s.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, $3, $4)`, id, org.ID, typ, typ+"-"+id.String()[:6])
-		require.NoError(t, err)
-		return id
-	}
+	org, bridge := batchTestOrg(t, s)
 	shop, other, hub, hub2 := bridge("storefront_a"), bridge("storefront_a"), bridge("shipping_hub_a"), bridge("shipping_hub_a")
 	dispatcher := func(name string, to uuid.UUID, over float64, trigger string, priority ...int) uuid.UUID {
 		d, err := store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: name, Priority: append(priority, 0)[0],
@@ -98,7 +106,7 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	require.ElementsMatch(t, want[hub2], g[hub2])
 
 	// Order by order, the same.
-	_, err = s.Pool.Exec(ctx, `DELETE FROM dispatch_assignments WHERE organization_id = $1`, org.ID)
+	_, err := s.Pool.Exec(ctx, `DELETE FROM dispatch_assignments WHERE organization_id = $1`, org.ID)
 	require.NoError(t, err)
 	for _, id := range ids {
 		require.NoError(t, h.OrderCreated(ctx, org.ID, id))
@@ -116,18 +124,9 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 func TestOrdersCreatedSplitsAloneInBatch(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "s" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "S"})
-	require.NoError(t, err)
-	org, err := store.CreateOrganization(ctx, s, "Split batch "+u.Email, u.ID)
-	require.NoError(t, err)
-	bridge := func(typ string) uuid.UUID {
-		id := uuid.New()
-		_, err := s.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, $3, $4)`, id, org.ID, typ, typ+"-"+id.String()[:6])
-		require.NoError(t, err)
-		return id
-	}
+	org, bridge := batchTestOrg(t, s)
 	shop, splitShop, hub := bridge("storefront_a"), bridge("storefront_a"), bridge("shipping_hub_a")
-	_, err = store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: "Over 1",
+	_, err := store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: "Over 1",
 		SourceBridgeIDs: []uuid.UUID{shop, splitShop}, DestinationBridgeID: hub, DestinationConfig: json.RawMessage(`{}`),
 		Conditions: json.RawMessage(`[{"field": "totals.total", "operator": "greater_than", "value": 0.5}]`),
 		MatchMode:  "all", TriggerOn: []string{TriggerOrderCreated}, IsActive: true})
