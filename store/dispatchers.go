@@ -322,7 +322,7 @@ func DispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, orderID
 
 // OrdersRules is what the order hooks of a batch of new orders of the
 // organization need to know, in one round trip: the orders an active
-// split rule applies to (OrdersRulesApply's split), and the active
+// split rule applies to (OrderRulesApply's split, for each), and the active
 // dispatchers of trigger with their orders (DispatchersForOrders; an
 // order in none meets no dispatcher).
 func OrdersRules(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) (map[uuid.UUID]bool, []DispatcherOrders, error) {
