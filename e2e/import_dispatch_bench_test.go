@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/fos-dev/fos/workflows"
 )
 
 // benchImportN is how many orders BenchmarkImportDispatch imports
@@ -55,7 +58,13 @@ func (s *stack) waitExecutionFor(key, id string, timeout time.Duration) map[stri
 //     each other (it cannot end before the import has made its orders,
 //     nor drain faster than alone);
 //   - import-after-s: the import alone once more, last, on the largest
-//     tables (logged with the import's ratio to the mean of both).
+//     tables (logged with the import's ratio to the mean of both;
+//     FOS_BENCH_IMPORT_AFTER=0 leaves it out).
+//
+// Each phase logs its CPU time, the process's (the whole stack but
+// PostgreSQL) and the rest of the machine's; FOS_BENCH_PROFILE_DIR=dir
+// also writes a CPU profile per phase (dir/<phase>.pprof) and logs what
+// the database's sessions waited on (phaseMeter).
 //
 // The drainer yields to the import's pages at the process's rate
 // (activities.PriorityGate; FOS_DISPATCH_IMPORT_YIELD_RATE sets another,
@@ -101,20 +110,31 @@ func BenchmarkImportDispatch(b *testing.B) {
 		if created := done["output"].(map[string]any)["created"]; created != float64(n) {
 			b.Fatalf("imported %v orders, want %d: %v", created, n, done["output"])
 		}
+		if acts, running, queued, between, err := pageTimings(context.Background(), s.temporal, workflows.BridgeTaskWorkflowID(id)); err == nil && acts > 0 {
+			b.Logf("import %s: %d activities: in the activity %s (%s each), in the task queue %s, between them %s",
+				took.Round(time.Millisecond), acts, running.Round(time.Millisecond), (running / time.Duration(acts)).Round(time.Microsecond),
+				queued.Round(time.Millisecond), between.Round(time.Millisecond))
+		}
 		return done, took
 	}
+	meter := newPhaseMeter(b, s.store)
 	for b.Loop() {
 		// (1) The import alone.
-		_, importAlone := grab(shop("alone"))
+		alone1 := shop("alone")
+		meter.begin("import-alone")
+		_, importAlone := grab(alone1)
+		meter.end(n)
 
 		// (2) The drain alone: N pending assignments of another shop's
 		// orders to a hub.
 		src, to := shop("drain"), hub("drain")
 		pendingBacklog(b, s.store, src, to, dispatcher(src, to, "manual"), n)
+		meter.begin("drain-alone")
 		began := time.Now()
 		s.mustCall(200, key, "POST", "/api/v1/dispatchers/assignments/process", map[string]any{"bridgeId": to})
 		alone := waitDrained(b, s.store, to, bound)
 		drainAlone := time.Since(began)
+		meter.end(n)
 		if alone["completed"] != n {
 			b.Fatalf("drained alone %v, want %d completed", alone, n)
 		}
@@ -123,10 +143,14 @@ func BenchmarkImportDispatch(b *testing.B) {
 		// order becomes an assignment, drained as the pages land.
 		from, dest := shop("with"), hub("with")
 		dispatcher(from, dest, "order_created")
+		meter.begin("import-with")
 		began = time.Now()
 		_, importWith := grab(from)
+		meter.end(n)
+		meter.begin("dispatch-tail")
 		counts := waitDrained(b, s.store, dest, bound)
 		dispatchWith := time.Since(began)
+		meter.end(n)
 		assigned := counts["completed"] + counts["skipped"] + counts["failed"]
 		if counts["failed"] > 0 || assigned == 0 {
 			b.Fatalf("dispatch of the import: %v", counts)
@@ -135,7 +159,14 @@ func BenchmarkImportDispatch(b *testing.B) {
 		// (4) The import alone once more, now on tables 3N orders large
 		// (the import with the dispatcher ran on 2N, the first on none):
 		// how much of the slowdown is the tables' growth.
-		_, importAfter := grab(shop("after"))
+		// FOS_BENCH_IMPORT_AFTER=0 leaves it out (a shorter run).
+		var importAfter time.Duration
+		if os.Getenv("FOS_BENCH_IMPORT_AFTER") != "0" {
+			after := shop("after")
+			meter.begin("import-after")
+			_, importAfter = grab(after)
+			meter.end(n)
+		}
 
 		b.StopTimer()
 		importSlow := importWith.Seconds() / importAlone.Seconds()
@@ -146,14 +177,18 @@ func BenchmarkImportDispatch(b *testing.B) {
 		b.ReportMetric(dispatchWith.Seconds(), "dispatch-with-s")
 		b.ReportMetric(importSlow, "import-slowdown")
 		b.ReportMetric(dispatchSlow, "dispatch-slowdown")
-		b.ReportMetric(importAfter.Seconds(), "import-after-s")
+		if importAfter > 0 {
+			b.ReportMetric(importAfter.Seconds(), "import-after-s")
+		}
 		b.Logf("N=%d: import alone %s (%.0f orders/s); drain alone %s (%.0f/s); import with an order_created dispatcher %s (x%.2f), "+
 			"its %d assignments (%v) drained %s after the import's start, %s after its end (x%.2f of max(import, drain) alone)",
 			n, importAlone.Round(time.Millisecond), float64(n)/importAlone.Seconds(), drainAlone.Round(time.Millisecond), float64(n)/drainAlone.Seconds(),
 			importWith.Round(time.Millisecond), importSlow, assigned, counts, dispatchWith.Round(time.Millisecond),
 			(dispatchWith - importWith).Round(time.Millisecond), dispatchSlow)
-		b.Logf("the import alone again, last (on the largest tables): %s; import with the dispatcher x%.2f of the mean of the two alone",
-			importAfter.Round(time.Millisecond), 2*importWith.Seconds()/(importAlone+importAfter).Seconds())
+		if importAfter > 0 {
+			b.Logf("the import alone again, last (on the largest tables): %s; import with the dispatcher x%.2f of the mean of the two alone",
+				importAfter.Round(time.Millisecond), 2*importWith.Seconds()/(importAlone+importAfter).Seconds())
+		}
 		b.StartTimer()
 	}
 }

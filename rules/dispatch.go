@@ -344,9 +344,29 @@ func (h *Hooks) Dispatch(ctx context.Context, orgID, orderID uuid.UUID, trigger 
 // matches assigned in one statement, the drainers signalled once. A split
 // parent among them is dispatched alone (Dispatch routes its children).
 func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) ([]store.DispatchAssignment, error) {
-	stored, byOrder, err := store.ActiveDispatchersForOrders(ctx, h.Store.Pool, orgID, orderIDs, trigger)
-	if err != nil || len(stored) == 0 {
+	dispatchers, err := store.DispatchersForOrders(ctx, h.Store.Pool, orgID, orderIDs, trigger)
+	if err != nil {
 		return nil, err
+	}
+	return h.dispatchOrders(ctx, orgID, orderIDs, dispatchers, trigger)
+}
+
+// dispatchOrders is DispatchOrders once the dispatchers that apply to the
+// orders are known (each with its orders, in priority order).
+func (h *Hooks) dispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []uuid.UUID, dispatchers []store.DispatcherOrders, trigger string) ([]store.DispatchAssignment, error) {
+	byOrder := map[uuid.UUID][]uuid.UUID{}
+	stored := make([]store.Dispatcher, 0, len(dispatchers))
+	for _, d := range dispatchers {
+		if len(d.OrderIDs) == 0 {
+			continue
+		}
+		stored = append(stored, d.Dispatcher)
+		for _, id := range d.OrderIDs {
+			byOrder[id] = append(byOrder[id], d.ID)
+		}
+	}
+	if len(stored) == 0 {
+		return nil, nil
 	}
 	ids := make([]uuid.UUID, 0, len(byOrder))
 	for _, id := range orderIDs {
@@ -359,15 +379,18 @@ func (h *Hooks) DispatchOrders(ctx context.Context, orgID uuid.UUID, orderIDs []
 	if err != nil {
 		return nil, err
 	}
-	// Only the JSON fields some dispatcher reads are decoded (and the
-	// source data read only when one reads it).
+	// Only the JSON fields some dispatcher reads are read and decoded.
 	fields := map[string]bool{}
+	var docs []string
 	for _, c := range compiled {
 		for _, f := range c.Program.Fields() {
-			fields[f] = true
+			if !fields[f] {
+				fields[f] = true
+				docs = append(docs, f)
+			}
 		}
 	}
-	orders, err := store.OrdersToDispatch(ctx, h.Store.Pool, orgID, ids, fields["sourceData"])
+	orders, err := store.OrdersForConditions(ctx, h.Store.Pool, orgID, ids, docs)
 	if err != nil {
 		return nil, fmt.Errorf("dispatch: load orders: %w", err)
 	}

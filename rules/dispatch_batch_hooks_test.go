@@ -6,11 +6,29 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/fos-dev/fos/store"
 	"github.com/fos-dev/fos/store/storetest"
 )
+
+// batchTestOrg makes an organization and returns it with a maker of its
+// bridges (of a type).
+func batchTestOrg(t *testing.T, s *store.Store) (store.Organization, func(typ string) uuid.UUID) {
+	t.Helper()
+	ctx := t.Context()
+	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "d" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "D"})
+	require.NoError(t, err)
+	org, err := store.CreateOrganization(ctx, s, "Batch "+u.Email, u.ID)
+	require.NoError(t, err)
+	return org, func(typ string) uuid.UUID {
+		id := uuid.New()
+		_, err := s.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, $3, $4)`, id, org.ID, typ, typ+"-"+id.String()[:6])
+		require.NoError(t, err)
+		return id
+	}
+}
 
 // OrdersCreated (a sync page's orders at once) assigns what OrderCreated
 // assigns order by order: each order_created dispatcher's matches, none
@@ -19,16 +37,7 @@ import (
 func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	s := storetest.New(t)
 	ctx := t.Context()
-	u, err := store.CreateUser(ctx, s.Pool, store.User{ID: uuid.New(), Email: "d" + uuid.NewString()[:12] + "@example.com", PasswordHash: "x", FirstName: "D"})
-	require.NoError(t, err)
-	org, err := store.CreateOrganization(ctx, s, "Batch "+u.Email, u.ID)
-	require.NoError(t, err)
-	bridge := func(typ string) uuid.UUID {
-		id := uuid.New()
-		_, err := s.Pool.Exec(ctx, `INSERT INTO bridges (id, organization_id, type, name) VALUES ($1, $2, $3, $4)`, id, org.ID, typ, typ+"-"+id.String()[:6])
-		require.NoError(t, err)
-		return id
-	}
+	org, bridge := batchTestOrg(t, s)
 	shop, other, hub, hub2 := bridge("storefront_a"), bridge("storefront_a"), bridge("shipping_hub_a"), bridge("shipping_hub_a")
 	dispatcher := func(name string, to uuid.UUID, over float64, trigger string, priority ...int) uuid.UUID {
 		d, err := store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: name, Priority: append(priority, 0)[0],
@@ -97,7 +106,7 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	require.ElementsMatch(t, want[hub2], g[hub2])
 
 	// Order by order, the same.
-	_, err = s.Pool.Exec(ctx, `DELETE FROM dispatch_assignments WHERE organization_id = $1`, org.ID)
+	_, err := s.Pool.Exec(ctx, `DELETE FROM dispatch_assignments WHERE organization_id = $1`, org.ID)
 	require.NoError(t, err)
 	for _, id := range ids {
 		require.NoError(t, h.OrderCreated(ctx, org.ID, id))
@@ -106,4 +115,64 @@ func TestOrdersCreatedDispatchesInBatch(t *testing.T) {
 	require.ElementsMatch(t, want[hub], g[hub])
 	require.ElementsMatch(t, want[hub2], g[hub2])
 	require.Equal(t, wantBy, by())
+}
+
+// In a batch, an order a split rule applies to runs alone (its children
+// are dispatched, not it), the others together; a dispatcher whose
+// conditions read a JSON field (the orders read with only it) matches as
+// on the whole order.
+func TestOrdersCreatedSplitsAloneInBatch(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, bridge := batchTestOrg(t, s)
+	shop, splitShop, hub := bridge("storefront_a"), bridge("storefront_a"), bridge("shipping_hub_a")
+	_, err := store.CreateDispatcher(ctx, s, store.Dispatcher{ID: uuid.New(), OrganizationID: org.ID, Name: "Over 1",
+		SourceBridgeIDs: []uuid.UUID{shop, splitShop}, DestinationBridgeID: hub, DestinationConfig: json.RawMessage(`{}`),
+		Conditions: json.RawMessage(`[{"field": "totals.total", "operator": "greater_than", "value": 0.5}]`),
+		MatchMode:  "all", TriggerOn: []string{TriggerOrderCreated}, IsActive: true})
+	require.NoError(t, err)
+	gf := "vendor"
+	_, err = store.CreateSplitRule(ctx, s, store.SplitRule{ID: uuid.New(), OrganizationID: org.ID, Name: "By vendor", Method: MethodFieldGroup,
+		GroupField: &gf, BridgeID: &splitShop, IsActive: true})
+	require.NoError(t, err)
+	order := func(b uuid.UUID, items string, total float64) uuid.UUID {
+		o, err := store.CreateOrder(ctx, s.Pool, store.Order{
+			ID: uuid.New(), OrganizationID: org.ID, BridgeID: &b, ExternalID: uuid.NewString(), Status: "pending",
+			PaymentStatus: "pending", FulfillmentStatus: "unfulfilled",
+			Customer: json.RawMessage(`{"email":"a@example.com"}`), CustomerEmail: "a@example.com", LineItems: json.RawMessage(items),
+			Totals: json.RawMessage(fmt.Sprintf(`{"subtotal":%[1]v,"shipping":0,"tax":0,"discount":0,"total":%[1]v}`, total)), Total: total, Currency: "USD",
+		})
+		require.NoError(t, err)
+		return o.ID
+	}
+	two := `[{"sku":"A","vendor":"n","totalPrice":1},{"sku":"B","vendor":"s","totalPrice":2}]`
+	one := `[{"sku":"A","vendor":"n","totalPrice":3}]`
+	free := `[{"sku":"F","vendor":"n","totalPrice":0}]`
+	plain, parent, whole := order(shop, two, 3), order(splitShop, two, 3), order(splitShop, one, 3)
+	below, belowSplit := order(shop, free, 0), order(splitShop, free, 0)
+	batch := []uuid.UUID{plain, below, parent, whole, belowSplit}
+
+	h := &Hooks{Store: s}
+	require.NoError(t, h.OrdersCreated(ctx, org.ID, batch))
+	p, err := store.OrderByID(ctx, s.Pool, org.ID, parent)
+	require.NoError(t, err)
+	require.True(t, IsSplitParent(p.Metadata))
+	var md struct {
+		SplitInto []uuid.UUID `json:"splitInto"`
+	}
+	require.NoError(t, json.Unmarshal(p.Metadata, &md))
+	require.Len(t, md.SplitInto, 2)
+	assigned := func() []uuid.UUID {
+		rows, err := s.Pool.Query(ctx, `SELECT order_id FROM dispatch_assignments WHERE organization_id = $1`, org.ID)
+		require.NoError(t, err)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		require.NoError(t, err)
+		return ids
+	}
+	want := append([]uuid.UUID{plain, whole}, md.SplitInto...)
+	require.ElementsMatch(t, want, assigned(), "the children, not the split parent; none with a total of 0")
+
+	// A retried page: nothing more, nothing split again.
+	require.NoError(t, h.OrdersCreated(ctx, org.ID, batch))
+	require.ElementsMatch(t, want, assigned())
 }

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"time"
 
@@ -104,10 +105,11 @@ type OrderBatchHooks interface {
 var _ OrderBatchHooks = (*Hooks)(nil)
 
 // OrdersCreated is OrderCreated for each of the orders, in batch: one
-// query tells which orders split rules and dispatchers apply to; an
+// round trip tells which orders split rules apply to and which
+// order_created dispatchers apply to which orders (store.OrdersRules); an
 // order a split rule applies to runs OrderCreated alone (its children
-// are dispatched); the others' order_created dispatchers run together
-// (DispatchOrders). The errors are joined.
+// are dispatched); the others' dispatchers run together (DispatchOrders).
+// The errors are joined.
 func (h *Hooks) OrdersCreated(ctx context.Context, orgID uuid.UUID, orderIDs []uuid.UUID) error {
 	if len(orderIDs) == 0 {
 		return nil
@@ -117,26 +119,32 @@ func (h *Hooks) OrdersCreated(ctx context.Context, orgID uuid.UUID, orderIDs []u
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, hookTimeout)
 	defer cancel()
-	split, dispatch, err := store.OrdersRulesApply(ctx, h.Store.Pool, orgID, orderIDs, TriggerOrderCreated)
+	split, dispatchers, err := store.OrdersRules(ctx, h.Store.Pool, orgID, orderIDs, TriggerOrderCreated)
 	if err != nil {
 		return fmt.Errorf("order rules: %w", err)
 	}
+	dispatch := map[uuid.UUID]bool{}
+	for _, d := range dispatchers {
+		for _, id := range d.OrderIDs {
+			dispatch[id] = true
+		}
+	}
 	var errs []error
-	var batch []uuid.UUID
 	for _, id := range orderIDs {
-		switch {
-		case split[id]:
+		if split[id] {
 			if err := h.OrderCreated(WithRulesKnown(parent, true, dispatch[id]), orgID, id); err != nil {
 				errs = append(errs, fmt.Errorf("order %s: %w", id, err))
 			}
-		case dispatch[id]:
-			batch = append(batch, id)
 		}
 	}
-	if len(batch) > 0 {
-		if _, err := h.DispatchOrders(ctx, orgID, batch, TriggerOrderCreated); err != nil {
-			errs = append(errs, err)
+	// The others' dispatchers, without the orders run alone.
+	if len(split) > 0 {
+		for i := range dispatchers {
+			dispatchers[i].OrderIDs = slices.DeleteFunc(dispatchers[i].OrderIDs, func(id uuid.UUID) bool { return split[id] })
 		}
+	}
+	if _, err := h.dispatchOrders(ctx, orgID, orderIDs, dispatchers, TriggerOrderCreated); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -139,13 +139,37 @@ func (s *Store) deferredAnalyze(table string) {
 	s.analyzeNow(context.Background(), table)
 }
 
+// analyzeColumnsSQL lists a table's columns but its JSON documents
+// (jsonb, json), quoted and comma-separated ("" when it has none or
+// cannot be read).
+const analyzeColumnsSQL = `SELECT coalesce(string_agg(quote_ident(attname), ', ' ORDER BY attnum), '')
+  FROM pg_attribute
+ WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped AND atttypid NOT IN ('jsonb'::regtype, 'json'::regtype)`
+
+// analyzeSQL is the ANALYZE of a table after bulk writes: of its columns
+// but its JSON documents. Sampling and sorting those (an order's line
+// items, addresses and platform object) took two thirds of an ANALYZE of
+// orders (570 ms of 20,000 orders, 205 ms without), and the planner does
+// not estimate from them what the bulk writes change: the row count
+// (pg_class.reltuples, which any ANALYZE updates) and the distributions of
+// the keys, statuses and times the queries filter and sort on. Their
+// statistics stay those of autovacuum's ANALYZE.
+func (s *Store) analyzeSQL(ctx context.Context, table string) string {
+	all := `ANALYZE ` + pgx.Identifier{table}.Sanitize()
+	var cols string
+	if err := s.Pool.QueryRow(ctx, analyzeColumnsSQL, table).Scan(&cols); err != nil || cols == "" {
+		return all
+	}
+	return all + ` (` + cols + `)`
+}
+
 // analyzeNow runs ANALYZE table (st.running is set) and records it.
 func (s *Store) analyzeNow(ctx context.Context, table string) bool {
 	ctx, cancel := context.WithTimeout(ctx, analyzeTimeout)
 	defer cancel()
 	var size float64
 	// The table name is one of analyzeTables, never input.
-	_, err := s.Pool.Exec(ctx, `ANALYZE `+pgx.Identifier{table}.Sanitize())
+	_, err := s.Pool.Exec(ctx, s.analyzeSQL(ctx, table))
 	if err == nil {
 		err = s.Pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = $1::regclass`, table).Scan(&size)
 	}

@@ -250,16 +250,21 @@ func embedDefaultAppliesSQL(org, bridge, trigger string) string {
   AND ` + embedDefaultTriggerSQL(trigger) + `)`
 }
 
+// dispatcherAppliesSQL joins an order o to the active dispatchers d of
+// trigger $3 ("" for any) that apply to it: those with its bridge among
+// their sources, and the embed default dispatcher (above).
+var dispatcherAppliesSQL = `d.organization_id = o.organization_id AND d.is_active
+   AND ((d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
+        OR (d.id = ` + embedDefaultDispatcherSQL("o.organization_id", "o.bridge_id") + `
+            AND d.destination_bridge_id <> o.bridge_id AND ` + embedDefaultTriggerSQL("$3") + `))`
+
 // ActiveDispatchersForOrder is ActiveDispatchers for the order's bridge
 // (and the embed default dispatcher, above), in
 // one query (none for an order without a bridge or of another
 // organization): the order hooks ask it for every new order.
 func ActiveDispatchersForOrder(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, trigger string) ([]Dispatcher, error) {
 	rows, _ := db.Query(ctx, `SELECT `+prefixCols("d.", dispatcherCols)+` FROM orders o
-  JOIN dispatchers d ON d.organization_id = o.organization_id AND d.is_active
-   AND ((d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
-        OR (d.id = `+embedDefaultDispatcherSQL("o.organization_id", "o.bridge_id")+`
-            AND d.destination_bridge_id <> o.bridge_id AND `+embedDefaultTriggerSQL("$3")+`))
+  JOIN dispatchers d ON `+dispatcherAppliesSQL+`
  WHERE o.organization_id = $1 AND o.id = $2 AND o.bridge_id IS NOT NULL
  ORDER BY d.priority DESC, d.name, d.id`, orgID, orderID, trigger)
 	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Dispatcher])
@@ -283,65 +288,105 @@ func OrderRulesApply(ctx context.Context, db DBTX, orgID, orderID uuid.UUID, tri
 	return split, dispatch, mapErr(err)
 }
 
-// OrdersRulesApply is OrderRulesApply for many orders of the organization
-// in one round trip (a sync page): the orders some active split rule
-// applies to, and those some active dispatcher of trigger applies to.
-func OrdersRulesApply(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) (split, dispatch map[uuid.UUID]bool, err error) {
-	split, dispatch = map[uuid.UUID]bool{}, map[uuid.UUID]bool{}
-	if len(orderIDs) == 0 {
-		return split, dispatch, nil
-	}
-	rows, _ := db.Query(ctx, `SELECT o.id,
-  EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = o.organization_id AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = o.bridge_id)),
-  EXISTS (SELECT 1 FROM dispatchers d WHERE d.organization_id = o.organization_id AND d.is_active AND d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
-  OR `+embedDefaultAppliesSQL("o.organization_id", "o.bridge_id", "$3")+`
-  FROM orders o WHERE o.organization_id = $1 AND o.id = ANY($2) AND o.bridge_id IS NOT NULL`, orgID, orderIDs, trigger)
-	var id uuid.UUID
-	var sp, di bool
-	_, err = pgx.ForEachRow(rows, []any{&id, &sp, &di}, func() error {
-		if sp {
-			split[id] = true
-		}
-		if di {
-			dispatch[id] = true
-		}
-		return nil
-	})
-	return split, dispatch, mapErr(err)
+// DispatcherOrders is an active dispatcher with the orders of a batch it
+// applies to (DispatchersForOrders).
+type DispatcherOrders struct {
+	Dispatcher
+	OrderIDs []uuid.UUID `db:"order_ids"`
 }
 
-// ActiveDispatchersForOrders is ActiveDispatchersForOrder for many
-// orders of the organization in one round trip: the dispatchers that apply
-// to any of them, in ActiveDispatchersForOrder's order (priority
-// descending, name, id), and the ids of each order's.
-func ActiveDispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) ([]Dispatcher, map[uuid.UUID][]uuid.UUID, error) {
-	byOrder := map[uuid.UUID][]uuid.UUID{}
-	if len(orderIDs) == 0 {
-		return nil, byOrder, nil
-	}
-	rows, _ := db.Query(ctx, `SELECT o.id AS for_order_id, `+prefixCols("d.", dispatcherCols)+` FROM orders o
-  JOIN dispatchers d ON d.organization_id = o.organization_id AND d.is_active
-   AND ((d.source_bridge_ids @> ARRAY[o.bridge_id] AND ($3 = '' OR $3 = ANY(d.trigger_on)))
-        OR (d.id = `+embedDefaultDispatcherSQL("o.organization_id", "o.bridge_id")+`
-            AND d.destination_bridge_id <> o.bridge_id AND `+embedDefaultTriggerSQL("$3")+`))
+// dispatchersForOrdersSQL: the active dispatchers of trigger ($3; "" for
+// any) that apply to any of the orders ($2) of the organization ($1),
+// each once with the ids of those orders, in ActiveDispatchersForOrder's
+// order (dispatchers.id is the key: its columns need no grouping).
+var dispatchersForOrdersSQL = `SELECT ` + prefixCols("d.", dispatcherCols) + `, array_agg(o.id ORDER BY o.id) AS order_ids
+  FROM orders o
+  JOIN dispatchers d ON ` + dispatcherAppliesSQL + `
  WHERE o.organization_id = $1 AND o.id = ANY($2) AND o.bridge_id IS NOT NULL
- ORDER BY d.priority DESC, d.name, d.id, o.id`, orgID, orderIDs, trigger)
-	type row struct {
-		ForOrderID uuid.UUID `db:"for_order_id"`
-		Dispatcher
+ GROUP BY d.id
+ ORDER BY d.priority DESC, d.name, d.id`
+
+// DispatchersForOrders is ActiveDispatchersForOrder for many orders of
+// the organization in one round trip: the dispatchers that apply to any
+// of them, in ActiveDispatchersForOrder's order, each once with the ids
+// of its orders (one row a dispatcher, not one per order and
+// dispatcher).
+func DispatchersForOrders(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) ([]DispatcherOrders, error) {
+	if len(orderIDs) == 0 {
+		return nil, nil
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByName[row])
+	rows, _ := db.Query(ctx, dispatchersForOrdersSQL, orgID, orderIDs, trigger)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[DispatcherOrders])
+	return out, mapErr(err)
+}
+
+// OrdersRules is what the order hooks of a batch of new orders of the
+// organization need to know, in one round trip: the orders an active
+// split rule applies to (OrderRulesApply's split, for each), and the active
+// dispatchers of trigger with their orders (DispatchersForOrders; an
+// order in none meets no dispatcher).
+func OrdersRules(ctx context.Context, db DBTX, orgID uuid.UUID, orderIDs []uuid.UUID, trigger string) (map[uuid.UUID]bool, []DispatcherOrders, error) {
+	split := map[uuid.UUID]bool{}
+	if len(orderIDs) == 0 {
+		return split, nil, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(`SELECT o.id FROM orders o WHERE o.organization_id = $1 AND o.id = ANY($2) AND o.bridge_id IS NOT NULL
+   AND EXISTS (SELECT 1 FROM split_rules s WHERE s.organization_id = o.organization_id AND s.is_active AND (s.bridge_id IS NULL OR s.bridge_id = o.bridge_id))`,
+		orgID, orderIDs)
+	b.Queue(dispatchersForOrdersSQL, orgID, orderIDs, trigger)
+	br := db.SendBatch(ctx, b)
+	defer br.Close()
+	rows, _ := br.Query()
+	var id uuid.UUID
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error { split[id] = true; return nil }); err != nil {
+		return nil, nil, mapErr(err)
+	}
+	rows, _ = br.Query()
+	ds, err := pgx.CollectRows(rows, pgx.RowToStructByName[DispatcherOrders])
 	if err != nil {
 		return nil, nil, mapErr(err)
 	}
-	var ds []Dispatcher
-	for _, r := range list {
-		if len(ds) == 0 || ds[len(ds)-1].ID != r.Dispatcher.ID {
-			ds = append(ds, r.Dispatcher)
-		}
-		byOrder[r.ForOrderID] = append(byOrder[r.ForOrderID], r.Dispatcher.ID)
+	return split, ds, mapErr(br.Close())
+}
+
+// orderDocColumns are the JSON columns of an order by the name of its
+// field in the order document (rules.OrderDoc).
+var orderDocColumns = map[string]string{
+	"customer": "customer", "shippingAddress": "shipping_address", "billingAddress": "billing_address",
+	"lineItems": "line_items", "totals": "totals", "metadata": "metadata", "sourceData": "source_data",
+}
+
+// orderDocFields is orderDocColumns the other way round.
+var orderDocFields = func() map[string]string {
+	m := map[string]string{}
+	for f, c := range orderDocColumns {
+		m[c] = f
 	}
-	return ds, byOrder, nil
+	return m
+}()
+
+// OrdersForConditions are OrdersByIDs with only the JSON documents named
+// (by their order document field: "lineItems", "sourceData", ...; see
+// orderDocColumns) and the metadata read, the others null: conditions
+// that read an order's status do not need its line items, addresses and
+// platform object read, sent and decoded for each order of a sync page.
+func OrdersForConditions(ctx context.Context, db DBTX, orgID uuid.UUID, ids []uuid.UUID, docs []string) ([]Order, error) {
+	read := map[string]bool{"metadata": true}
+	for _, f := range docs {
+		read[orderDocColumns[f]] = true
+	}
+	cols := strings.Split(orderCols, ",")
+	for i, c := range cols {
+		c = strings.TrimSpace(c)
+		if _, doc := orderDocFields[c]; doc && !read[c] {
+			c = "NULL::jsonb AS " + c
+		}
+		cols[i] = c
+	}
+	rows, _ := db.Query(ctx, `SELECT `+strings.Join(cols, ", ")+` FROM orders WHERE organization_id = $1 AND id = ANY($2)`, orgID, ids)
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByName[Order])
+	return out, mapErr(err)
 }
 
 // orderColsNoSource are orderCols with a null source_data.

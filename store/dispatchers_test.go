@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/uuid"
@@ -249,4 +250,123 @@ func TestOrderRulesApply(t *testing.T) {
 	require.True(t, p.Standing)
 	require.True(t, p.Dispatch, "the rules' answers as before")
 	require.False(t, probe("s4", "").Standing, "no event asked")
+}
+
+// OrdersRules answers for a batch what OrderRulesApply and
+// ActiveDispatchersForOrder answer order by order, in one round trip:
+// the orders a split rule applies to, and each dispatcher once (in
+// priority order) with its orders.
+func TestOrdersRules(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, shop := orderTestOrg(t, s)
+	hub, hub2 := dispTestBridge(t, s, org), dispTestBridge(t, s, org)
+	other, _ := orderTestOrg(t, s)
+	var ids []uuid.UUID
+	for i := range 5 {
+		o, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, shop, fmt.Sprint("b", i)))
+		require.NoError(t, err)
+		ids = append(ids, o.ID)
+	}
+	atHub, err := store.CreateOrder(ctx, s.Pool, orderTestNew(org, hub, "h"))
+	require.NoError(t, err)
+	batch := append(append([]uuid.UUID{atHub.ID}, ids...), uuid.New())
+
+	split, ds, err := store.OrdersRules(ctx, s.Pool, org, batch, "order_created")
+	require.NoError(t, err)
+	require.Empty(t, split)
+	require.Empty(t, ds, "no dispatcher yet")
+
+	low, err := store.CreateDispatcher(ctx, s, dispTestNew(org, shop, hub, "Low"))
+	require.NoError(t, err)
+	top := dispTestNew(org, shop, hub2, "Top")
+	top.Priority = 5
+	top, err = store.CreateDispatcher(ctx, s, top)
+	require.NoError(t, err)
+	updated := dispTestNew(org, shop, hub2, "On update")
+	updated.TriggerOn = []string{"order_updated"}
+	_, err = store.CreateDispatcher(ctx, s, updated)
+	require.NoError(t, err)
+	group := "sku"
+	_, err = store.CreateSplitRule(ctx, s, store.SplitRule{ID: uuid.New(), OrganizationID: org, Name: "By SKU", Method: "field_group",
+		GroupField: &group, BridgeID: &hub, IsActive: true, ConditionGroups: json.RawMessage(`[]`)})
+	require.NoError(t, err)
+
+	split, ds, err = store.OrdersRules(ctx, s.Pool, org, batch, "order_created")
+	require.NoError(t, err)
+	require.Equal(t, map[uuid.UUID]bool{atHub.ID: true}, split, "the split rule is the hub's")
+	require.Len(t, ds, 2, "the order_created dispatchers, once each")
+	require.Equal(t, []uuid.UUID{top.ID, low.ID}, []uuid.UUID{ds[0].ID, ds[1].ID}, "in priority order")
+	require.Equal(t, "Top", ds[0].Name)
+	require.ElementsMatch(t, ids, ds[0].OrderIDs)
+	require.ElementsMatch(t, ids, ds[1].OrderIDs)
+	// Order by order, the same answers.
+	for _, id := range batch {
+		sp, di, err := store.OrderRulesApply(ctx, s.Pool, org, id, "order_created")
+		require.NoError(t, err)
+		require.Equal(t, sp, split[id])
+		require.Equal(t, di, slices.Contains(ds[0].OrderIDs, id) || slices.Contains(ds[1].OrderIDs, id))
+		one, err := store.ActiveDispatchersForOrder(ctx, s.Pool, org, id, "order_created")
+		require.NoError(t, err)
+		var want []uuid.UUID
+		for _, d := range ds {
+			if slices.Contains(d.OrderIDs, id) {
+				want = append(want, d.ID)
+			}
+		}
+		var got []uuid.UUID
+		for _, d := range one {
+			got = append(got, d.ID)
+		}
+		require.Equal(t, want, got)
+	}
+	alone, err := store.DispatchersForOrders(ctx, s.Pool, org, batch, "order_created")
+	require.NoError(t, err)
+	require.Equal(t, ds, alone)
+
+	_, ds, err = store.OrdersRules(ctx, s.Pool, org, batch, "order_updated")
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	require.Equal(t, "On update", ds[0].Name)
+	split, ds, err = store.OrdersRules(ctx, s.Pool, other, batch, "order_created")
+	require.NoError(t, err)
+	require.Empty(t, split, "another organization's orders meet nothing")
+	require.Empty(t, ds)
+}
+
+// OrdersForConditions reads the orders as OrdersByIDs with only the JSON
+// documents named (and the metadata); the others are null.
+func TestOrdersForConditions(t *testing.T) {
+	s := storetest.New(t)
+	ctx := t.Context()
+	org, bridge := orderTestOrg(t, s)
+	in := orderTestNew(org, bridge, "c-1")
+	in.SourceData = json.RawMessage(`{"id": 1}`)
+	in.ShippingAddress = json.RawMessage(`{"city": "Austin"}`)
+	in.BillingAddress = json.RawMessage(`{"city": "Dallas"}`)
+	in.Metadata = json.RawMessage(`{"k": "v"}`)
+	o, err := store.CreateOrder(ctx, s.Pool, in)
+	require.NoError(t, err)
+	full, err := store.OrdersByIDs(ctx, s.Pool, org, []uuid.UUID{o.ID})
+	require.NoError(t, err)
+	require.Len(t, full, 1)
+
+	lean, err := store.OrdersForConditions(ctx, s.Pool, org, []uuid.UUID{o.ID, uuid.New()}, []string{"lineItems", "status"})
+	require.NoError(t, err)
+	require.Len(t, lean, 1)
+	got := lean[0]
+	for name, doc := range map[string]json.RawMessage{"customer": got.Customer, "shippingAddress": got.ShippingAddress,
+		"billingAddress": got.BillingAddress, "totals": got.Totals, "sourceData": got.SourceData} {
+		require.Empty(t, doc, name)
+	}
+	require.JSONEq(t, string(full[0].LineItems), string(got.LineItems))
+	require.JSONEq(t, `{"k": "v"}`, string(got.Metadata), "the metadata is always read")
+	want := full[0]
+	want.Customer, want.ShippingAddress, want.BillingAddress, want.Totals, want.SourceData = nil, nil, nil, nil, nil
+	require.Equal(t, want, got, "everything else as OrdersByIDs")
+
+	all, err := store.OrdersForConditions(ctx, s.Pool, org, []uuid.UUID{o.ID},
+		[]string{"customer", "shippingAddress", "billingAddress", "lineItems", "totals", "sourceData"})
+	require.NoError(t, err)
+	require.Equal(t, full, all)
 }

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"context"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -47,3 +49,6 @@ func ListenerRounds(pool *pgxpool.Pool) uint64 {
 	defer l.mu.Unlock()
 	return l.rounds
 }
+
+// AnalyzeSQL exposes the ANALYZE NoteBulkWrite runs on a table.
+func (s *Store) AnalyzeSQL(ctx context.Context, table string) string { return s.analyzeSQL(ctx, table) }
